@@ -1,0 +1,76 @@
+#pragma once
+// The allocator's segments and blocks of one device right after any trace entry.
+//
+// Built like PyTorch's viewer: start from the snapshot's final state and undo entries backwards,
+// but with checkpoints taken on the way, so reaching any entry replays at most one interval.
+#include "memlens/model/Snapshot.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace memlens::model {
+
+enum class StateBlockKind : uint8_t {
+    Allocated,          // active_allocated
+    PendingFree,        // active_pending_free: freed, waiting on other streams
+    Free,               // inactive: cached by the allocator
+    BeforeRecording,    // allocated before the trace begins (its alloc was never recorded)
+};
+const char* stateBlockKindName(StateBlockKind k);
+
+struct StateBlock {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t requestedSize = 0;
+    StateBlockKind kind = StateBlockKind::Free;
+    StackId stack = 0;
+    int64_t allocIndex = -1;  // trace entry that allocated it; -1 if not in the trace
+    bool sizeEstimated = false;  // size rebuilt from a trace entry (rounded up), not read from a block
+};
+
+struct StateSegment {
+    uint64_t address = 0;
+    uint64_t totalSize = 0;
+    uint64_t stream = 0;
+    bool isExpandable = false;
+    bool isLarge = true;
+    std::vector<StateBlock> blocks;  // in address order, free gaps included, covering the segment
+};
+
+struct DeviceState {
+    int device = 0;
+    int64_t at = -1;  // right after this trace entry (-1: before the first)
+    std::vector<StateSegment> segments;
+    uint64_t reservedBytes = 0;
+    uint64_t allocatedBytes = 0;  // size of allocated, pending-free and before-recording blocks
+    uint64_t requestedBytes = 0;
+    uint64_t pendingFreeBytes = 0;
+    uint64_t freeBytes = 0;
+    uint64_t largestFreeBlock = 0;
+    double fragmentation() const {
+        return freeBytes ? 1.0 - static_cast<double>(largestFreeBlock) / static_cast<double>(freeBytes) : 0.0;
+    }
+};
+
+class StateHistory {
+public:
+    // interval: entries between checkpoints; 0 picks one from the trace length and state size.
+    StateHistory(const Snapshot& snapshot, int device, size_t interval = 0);
+    ~StateHistory();
+    StateHistory(StateHistory&&) noexcept;
+    StateHistory& operator=(StateHistory&&) noexcept;
+
+    int device() const;
+    int64_t entries() const;
+    // State right after entry `at` (-1: before the first entry; entries()-1: the snapshot itself).
+    DeviceState stateAfter(int64_t at) const;
+    size_t checkpointCount() const;
+    size_t memoryBytes() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d_;
+};
+
+} // namespace memlens::model

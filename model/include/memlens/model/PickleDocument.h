@@ -1,0 +1,75 @@
+#pragma once
+// The data a pickle describes, stored compactly: containers are nodes whose items live in one
+// shared pool; strings are interned; frames, stacks and trace rows may be collapsed by hooks.
+#include "memlens/model/PickleValue.h"
+#include "memlens/model/StringTable.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace memlens::model {
+
+class PickleDocument {
+public:
+    struct Node {
+        uint32_t head = kNone;     // first chunk
+        uint32_t tail = kNone;     // last chunk
+        uint32_t count = 0;        // items (a dict counts keys and values)
+        uint32_t depth = 1;        // 1 + deepest child
+        uint32_t collapsed = kNone;
+        Tag kind = Tag::List;
+        Tag collapsedTag = Tag::None;
+        bool frozen = false;       // collapsed or stored: no more changes
+    };
+    struct Chunk {
+        uint32_t begin;
+        uint32_t count;
+        uint32_t next;
+    };
+    static constexpr uint32_t kNone = ~uint32_t(0);
+
+    StringTable strings;
+
+    uint32_t newNode(Tag kind);
+    Node& node(uint32_t id) { return nodes_[id]; }
+    const Node& node(uint32_t id) const { return nodes_[id]; }
+    size_t nodeCount() const { return nodes_.size(); }
+
+    // Appends values to a container node.
+    void append(uint32_t id, const Value* first, size_t n);
+    // Drops the node's items if they are at the end of the pool (after collapsing it).
+    void release(uint32_t id);
+
+    template <class F>
+    void forEach(uint32_t id, F&& f) const {
+        for (uint32_t c = nodes_[id].head; c != kNone; c = chunks_[c].next) {
+            const Chunk& ch = chunks_[c];
+            for (uint32_t i = 0; i < ch.count; ++i) f(pool_[ch.begin + i]);
+        }
+    }
+    // For dicts: calls f(key, value) for each pair.
+    template <class F>
+    void forEachPair(uint32_t id, F&& f) const {
+        const Value* key = nullptr;
+        forEach(id, [&](const Value& v) {
+            if (!key) {
+                key = &v;
+            } else {
+                f(*key, v);
+                key = nullptr;
+            }
+        });
+    }
+    // The value stored under the string key in a dict node, or nullptr.
+    const Value* get(uint32_t dict, StringId key) const;
+
+    size_t poolSize() const { return pool_.size(); }
+    size_t memoryBytes() const;
+
+private:
+    std::vector<Node> nodes_;
+    std::vector<Chunk> chunks_;
+    std::vector<Value> pool_;
+};
+
+} // namespace memlens::model

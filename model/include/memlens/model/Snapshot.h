@@ -1,0 +1,140 @@
+#pragma once
+// One PyTorch CUDA memory snapshot, normalised across every layout from torch 2.0 to 2.11:
+// segments and blocks per device, and each device's trace in columns. Frames and whole stacks
+// are stored once and named by ids.
+#include "memlens/model/StringTable.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memlens::model {
+
+using FrameId = uint32_t;
+using StackId = uint32_t;  // 0 is the empty stack
+
+struct Frame {
+    StringId filename = 0;
+    StringId name = 0;
+    uint64_t line = 0;
+    bool lineKnown = true;  // false for (size_t)-1 and for frames without a line
+};
+
+enum class Action : uint8_t {
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    Free,  // old traces: free_requested and free_completed in one entry
+    SegmentAlloc,
+    SegmentFree,
+    SegmentMap,
+    SegmentUnmap,
+    Snapshot,
+    Oom,
+    UserDefined,
+    Other,  // any other name; the name is kept in TraceColumns::actionName
+};
+constexpr int kActionCount = static_cast<int>(Action::Other) + 1;
+const char* actionName(Action a);
+Action actionFromName(std::string_view name);
+
+enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive };
+const char* blockStateName(BlockState s);
+
+struct Block {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t requestedSize = 0;
+    BlockState state = BlockState::Inactive;
+    StackId stack = 0;
+};
+
+struct Segment {
+    int device = 0;
+    uint64_t address = 0;
+    uint64_t totalSize = 0;
+    uint64_t allocatedSize = 0;
+    uint64_t activeSize = 0;
+    uint64_t requestedSize = 0;
+    uint64_t stream = 0;
+    bool isLarge = true;
+    bool isExpandable = false;
+    int64_t poolOwner = 0;
+    int64_t poolId = 0;
+    StackId stack = 0;
+    uint32_t firstBlock = 0;  // index into DeviceData::blocks
+    uint32_t blockCount = 0;
+};
+
+// A device's trace, one column per field, one row per entry, oldest first.
+struct TraceColumns {
+    enum Flag : uint8_t { HasAddr = 1, HasTime = 2, HasFrames = 4, HasDeviceFree = 8 };
+    std::vector<Action> action;
+    std::vector<StringId> actionName;
+    std::vector<uint8_t> flags;
+    std::vector<uint64_t> addr;  // for oom: device_free
+    std::vector<uint64_t> size;
+    std::vector<uint64_t> stream;
+    std::vector<int64_t> timeUs;
+    std::vector<StackId> stack;
+    std::vector<StringId> compileContext;
+    std::vector<StringId> userMetadata;
+
+    size_t rows() const { return action.size(); }
+    void reserve(size_t n);
+    void clear();
+    size_t memoryBytes() const;
+};
+
+struct DeviceData {
+    int device = 0;
+    std::vector<Segment> segments;  // in address order
+    std::vector<Block> blocks;      // grouped by segment, in address order
+    TraceColumns trace;
+    bool hasTraceList = false;      // device_traces had a list for this device
+};
+
+struct Annotation {
+    int device = 0;
+    bool start = true;
+    StringId name = 0;
+    int64_t timeUs = -1;
+};
+
+enum class Layout : uint8_t {
+    BareSegmentList,  // pickled torch.cuda.memory_snapshot()
+    Legacy20,         // torch 2.0: per-block history, no block addresses
+    Dict,             // {segments, device_traces, ...} from about torch 2.1 on
+};
+
+class Snapshot {
+public:
+    Snapshot();
+    Snapshot(Snapshot&&) noexcept;
+    Snapshot& operator=(Snapshot&&) noexcept;
+    ~Snapshot();
+
+    StringTable strings;
+    std::vector<Frame> frames;
+    std::vector<uint32_t> stackOffsets;  // stack s has frames [stackOffsets[s], stackOffsets[s+1])
+    std::vector<FrameId> stackFrames;
+    std::vector<DeviceData> devices;     // sorted by device
+    std::vector<Annotation> annotations;
+    std::vector<std::pair<std::string, std::string>> allocatorSettings;  // key, value as text
+    std::vector<std::string> warnings;  // broken invariants, as text
+    Layout layout = Layout::Dict;
+    int pickleProtocol = 0;
+    uint64_t fileBytes = 0;
+
+    size_t stackCount() const { return stackOffsets.size() - 1; }
+    size_t stackSize(StackId s) const { return stackOffsets[s + 1] - stackOffsets[s]; }
+    const FrameId* stackBegin(StackId s) const { return stackFrames.data() + stackOffsets[s]; }
+    std::string_view str(StringId id) const { return strings.view(id); }
+
+    const DeviceData* device(int d) const;
+    size_t memoryBytes() const;
+};
+
+} // namespace memlens::model

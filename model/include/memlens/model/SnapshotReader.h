@@ -1,0 +1,24 @@
+#pragma once
+// Reads a snapshot pickle into a Snapshot without executing anything from the file.
+#include "memlens/model/Snapshot.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace memlens::model {
+
+struct LoadOptions {
+    // Called now and then with a phase name and a fraction in [0, 1].
+    std::function<void(const char* phase, double fraction)> progress;
+    // Set to true from any thread to stop the load; it then throws Cancelled.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// Throw ParseError (use describe(path) for the one-line message) or Cancelled.
+Snapshot readSnapshotFile(const std::string& path, const LoadOptions& options = {});
+Snapshot readSnapshotMemory(std::span<const uint8_t> bytes, const LoadOptions& options = {});
+
+} // namespace memlens::model

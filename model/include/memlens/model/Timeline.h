@@ -1,0 +1,28 @@
+#pragma once
+// Live (requested) and reserved bytes right after each trace entry of a device, rewound from
+// the snapshot's final state.
+#include "memlens/model/Snapshot.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace memlens::model {
+
+struct DeviceTimeline {
+    // Totals right after entry i. At the end, live is the sum of requested_size of active blocks and
+    // reserved the sum of segments' total_size; going back, each entry's effect is undone:
+    // alloc +size, free_completed -size to live; segment_alloc/segment_map +size, segment_free/
+    // segment_unmap -size to reserved. These are exact; they can dip below zero only where the
+    // snapshot and its trace disagree (see clampedLive).
+    std::vector<int64_t> liveBytes;
+    std::vector<int64_t> reservedBytes;
+    int64_t liveBefore = 0;      // before the first entry
+    int64_t reservedBefore = 0;
+    int64_t peakLive = 0;
+    int64_t peakReserved = 0;
+    size_t peakLiveIndex = 0;
+};
+
+DeviceTimeline computeTimeline(const DeviceData& device);
+
+} // namespace memlens::model

@@ -1,0 +1,94 @@
+#include "memlens/model/PickleDocument.h"
+
+#include <bit>
+#include <cstring>
+
+namespace memlens::model {
+
+Value Value::real(double d) { return {std::bit_cast<uint64_t>(d), 0, Tag::Float}; }
+double Value::asFloat() const {
+    if (tag == Tag::Float) return std::bit_cast<double>(bits);
+    if (tag == Tag::UInt) return static_cast<double>(bits);
+    return static_cast<double>(static_cast<int64_t>(bits));
+}
+
+const char* tagName(Tag t) {
+    switch (t) {
+    case Tag::None: return "None";
+    case Tag::Bool: return "bool";
+    case Tag::Int:
+    case Tag::UInt: return "int";
+    case Tag::Float: return "float";
+    case Tag::Str: return "str";
+    case Tag::Bytes: return "bytes";
+    case Tag::List: return "list";
+    case Tag::Dict: return "dict";
+    case Tag::Tuple: return "tuple";
+    case Tag::Set: return "set";
+    case Tag::Frame: return "frame dict";
+    case Tag::Stack: return "list of frames";
+    case Tag::Row: return "trace entry dict";
+    }
+    return "?";
+}
+
+uint32_t PickleDocument::newNode(Tag kind) {
+    Node n;
+    n.kind = kind;
+    nodes_.push_back(n);
+    return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
+    if (n == 0) return;
+    Node& nd = nodes_[id];
+    auto poolEnd = static_cast<uint32_t>(pool_.size());
+    if (nd.tail != kNone && chunks_[nd.tail].begin + chunks_[nd.tail].count == poolEnd) {
+        chunks_[nd.tail].count += static_cast<uint32_t>(n);
+    } else {
+        chunks_.push_back({poolEnd, static_cast<uint32_t>(n), kNone});
+        auto c = static_cast<uint32_t>(chunks_.size() - 1);
+        if (nd.tail == kNone)
+            nd.head = c;
+        else
+            chunks_[nd.tail].next = c;
+        nd.tail = c;
+    }
+    pool_.insert(pool_.end(), first, first + n);
+    nd.count += static_cast<uint32_t>(n);
+}
+
+void PickleDocument::release(uint32_t id) {
+    Node& nd = nodes_[id];
+    if (nd.head == kNone || nd.head != nd.tail) return;
+    const Chunk& ch = chunks_[nd.head];
+    if (ch.begin + ch.count != pool_.size()) return;
+    pool_.resize(ch.begin);
+    if (nd.head == chunks_.size() - 1) chunks_.pop_back();
+    nd.head = nd.tail = kNone;
+}
+
+const Value* PickleDocument::get(uint32_t dict, StringId key) const {
+    const Value* found = nullptr;
+    const Value* k = nullptr;
+    for (uint32_t c = nodes_[dict].head; c != kNone; c = chunks_[c].next) {
+        const Chunk& ch = chunks_[c];
+        for (uint32_t i = 0; i < ch.count; ++i) {
+            const Value& v = pool_[ch.begin + i];
+            if (!k) {
+                k = &v;
+            } else {
+                if (k->tag == Tag::Str && k->ref == key) found = &v;  // last one wins, as in Python
+                k = nullptr;
+            }
+        }
+    }
+    return found;
+}
+
+size_t PickleDocument::memoryBytes() const {
+    return nodes_.capacity() * sizeof(Node) + chunks_.capacity() * sizeof(Chunk) + pool_.capacity() * sizeof(Value) +
+           strings.bytes();
+}
+
+} // namespace memlens::model

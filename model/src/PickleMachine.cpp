@@ -1,0 +1,517 @@
+#include "memlens/model/PickleMachine.h"
+
+#include "memlens/model/ParseError.h"
+
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace memlens::model {
+
+namespace {
+
+uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t le32(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+           (static_cast<uint32_t>(p[3]) << 24);
+}
+uint64_t le64(const uint8_t* p) { return static_cast<uint64_t>(le32(p)) | (static_cast<uint64_t>(le32(p + 4)) << 32); }
+
+const char* refusedName(uint8_t op) {
+    switch (op) {
+    case 'c': return "GLOBAL";
+    case 0x93: return "STACK_GLOBAL";
+    case 'R': return "REDUCE";
+    case 'b': return "BUILD";
+    case 'i': return "INST";
+    case 'o': return "OBJ";
+    case 0x81: return "NEWOBJ";
+    case 0x92: return "NEWOBJ_EX";
+    case 0x82: return "EXT1";
+    case 0x83: return "EXT2";
+    case 0x84: return "EXT4";
+    case 'P': return "PERSID";
+    case 'Q': return "BINPERSID";
+    case 0x97: return "NEXT_BUFFER";
+    case 0x98: return "READONLY_BUFFER";
+    default: return nullptr;
+    }
+}
+
+std::string hexByte(uint8_t b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02x", b);
+    return buf;
+}
+
+void appendUtf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+}
+
+int hexDigit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+} // namespace
+
+PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks, PickleLimits limits)
+    : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {}
+
+void PickleMachine::fail(const std::string& what) const { throw ParseError(opOffset_, what); }
+
+void PickleMachine::push(Value v) {
+    if (stack_.size() >= limits_.maxStack)
+        fail("more than " + std::to_string(limits_.maxStack) + " values on the pickle stack");
+    stack_.push_back(v);
+}
+
+Value PickleMachine::pop() {
+    size_t floor = marks_.empty() ? 0 : marks_.back();
+    if (stack_.size() <= floor) fail("pickle stack underflow (corrupt file)");
+    Value v = stack_.back();
+    stack_.pop_back();
+    return v;
+}
+
+Value& PickleMachine::top() {
+    size_t floor = marks_.empty() ? 0 : marks_.back();
+    if (stack_.size() <= floor) fail("pickle stack underflow (corrupt file)");
+    return stack_.back();
+}
+
+size_t PickleMachine::markBase() {
+    if (marks_.empty()) fail("no MARK before this opcode (corrupt file)");
+    size_t m = marks_.back();
+    marks_.pop_back();
+    return m;
+}
+
+Value PickleMachine::store(Value v) {
+    if (!v.isContainer()) return v;
+    auto& nd = doc_.node(v.ref);
+    if (nd.collapsed != PickleDocument::kNone) return Value::node(nd.collapsedTag, nd.collapsed);
+    if (!nd.frozen) {
+        nd.frozen = true;
+        if (hooks_) {
+            Value c = hooks_->collapse(doc_, v);
+            if (c.tag != v.tag || c.ref != v.ref) {
+                auto& n2 = doc_.node(v.ref);
+                n2.collapsed = c.ref;
+                n2.collapsedTag = c.tag;
+                return c;
+            }
+        }
+    }
+    return v;
+}
+
+void PickleMachine::appendTo(Value container, size_t from) {
+    if (!container.isContainer()) fail(std::string("cannot add items to a ") + tagName(container.tag));
+    auto id = container.ref;
+    if (doc_.node(id).collapsed != PickleDocument::kNone) fail("a container is changed after it was used");
+    Tag kind = doc_.node(id).kind;
+    size_t n = stack_.size() - from;
+    if (kind == Tag::Tuple) fail("cannot add items to a tuple");
+    if (kind == Tag::Dict && (n % 2) != 0) fail("odd number of items for a dict (corrupt file)");
+    uint32_t depth = doc_.node(id).depth;
+    for (size_t i = from; i < stack_.size(); ++i) {
+        Value& v = stack_[i];
+        if (v.isContainer() && v.ref == id) fail("a container is put into itself (cyclic data is refused)");
+        v = store(v);
+        if (v.isContainer()) depth = std::max(depth, doc_.node(v.ref).depth + 1);
+    }
+    if (depth > limits_.maxDepth)
+        fail("containers nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+    doc_.node(id).depth = depth;
+    doc_.append(id, stack_.data() + from, n);
+    stack_.resize(from);
+}
+
+Value PickleMachine::makeTuple(size_t from) {
+    auto id = doc_.newNode(Tag::Tuple);
+    uint32_t depth = 1;
+    for (size_t i = from; i < stack_.size(); ++i) {
+        stack_[i] = store(stack_[i]);
+        if (stack_[i].isContainer()) depth = std::max(depth, doc_.node(stack_[i].ref).depth + 1);
+    }
+    if (depth > limits_.maxDepth)
+        fail("containers nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+    doc_.node(id).depth = depth;
+    doc_.append(id, stack_.data() + from, stack_.size() - from);
+    stack_.resize(from);
+    return Value::node(Tag::Tuple, id);
+}
+
+void PickleMachine::memoPut(uint64_t index) {
+    Value v = top();
+    if (index < memo_.size()) {
+        memo_[index] = v;
+        memoSet_[index] = 1;
+    } else if (index <= memo_.size() + 65536) {
+        memo_.resize(index + 1);
+        memoSet_.resize(index + 1);
+        memo_[index] = v;
+        memoSet_[index] = 1;
+    } else {
+        if (sparseMemo_.size() >= limits_.maxSparseMemo && !sparseMemo_.count(index))
+            fail("too many memo entries with scattered indices");
+        sparseMemo_[index] = v;
+    }
+}
+
+Value PickleMachine::memoGet(uint64_t index) {
+    if (index < memo_.size() && memoSet_[index]) return memo_[index];
+    auto it = sparseMemo_.find(index);
+    if (it == sparseMemo_.end()) fail("memo entry " + std::to_string(index) + " is read before it was stored");
+    return it->second;
+}
+
+Value PickleMachine::readLong(const uint8_t* p, uint64_t n) {
+    if (n == 0) return Value::integer(0);
+    bool negative = (p[n - 1] & 0x80) != 0;
+    uint8_t ext = negative ? 0xFF : 0x00;
+    // bytes beyond the 8th must be pure sign extension, except one 0x00 that makes room for a
+    // value of 2^63..2^64-1 (torch writes (size_t)-1 as a 9-byte LONG1).
+    for (uint64_t i = 8; i < n; ++i)
+        if (p[i] != ext) fail("integer wider than 64 bits (" + std::to_string(n) + "-byte LONG)");
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < std::min<uint64_t>(n, 8); ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    if (n < 8) {
+        if (negative) v |= ~uint64_t(0) << (8 * n);
+        return Value::integer(static_cast<int64_t>(v));
+    }
+    if (negative) {
+        if (!(v >> 63)) fail("integer wider than 64 bits (below -2^63)");
+        return Value::integer(static_cast<int64_t>(v));
+    }
+    if (n == 8 && (v >> 63)) fail("internal: sign");  // unreachable: negative handled above
+    return Value::uinteger(v);
+}
+
+std::string PickleMachine::readLine() {
+    std::string s;
+    for (;;) {
+        uint8_t c = in_.byte();
+        if (c == '\n') break;
+        s += static_cast<char>(c);
+    }
+    if (!s.empty() && s.back() == '\r') s.pop_back();
+    return s;
+}
+
+Value PickleMachine::parseDecimal(const std::string& text, bool allowBoolForm) {
+    if (allowBoolForm) {
+        if (text == "00") return Value::boolean(false);
+        if (text == "01") return Value::boolean(true);
+    }
+    std::string t = text;
+    if (!t.empty() && t.back() == 'L') t.pop_back();
+    const char* b = t.data();
+    const char* e = t.data() + t.size();
+    bool neg = b != e && *b == '-';
+    if (b != e && (*b == '+' || *b == '-')) ++b;
+    if (b == e) fail("empty integer in text opcode");
+    uint64_t mag = 0;
+    auto r = std::from_chars(b, e, mag);
+    if (r.ec == std::errc::result_out_of_range) fail("integer wider than 64 bits: " + text.substr(0, 40));
+    if (r.ec != std::errc() || r.ptr != e) fail("bad integer in text opcode: '" + text.substr(0, 40) + "'");
+    if (!neg) return Value::uinteger(mag);
+    if (mag > (uint64_t(1) << 63)) fail("integer wider than 64 bits: " + text.substr(0, 40));
+    return Value::integer(static_cast<int64_t>(0 - mag));
+}
+
+Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
+    auto id = doc_.strings.intern(std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n)));
+    return bytes ? Value::bytes(id) : Value::str(id);
+}
+
+Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* cancel) {
+    uint32_t tick = 0;
+    for (;;) {
+        if (++tick == 65536) {
+            tick = 0;
+            if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
+            if (progress) progress(in_.offset(), in_.size());
+        }
+        opOffset_ = in_.offset();
+        if (in_.atEnd()) fail("file ends before the pickle's STOP opcode (truncated?)");
+        uint8_t op = in_.byte();
+        switch (op) {
+        // --- control
+        case 0x80: {  // PROTO
+            protocol_ = in_.byte();
+            if (protocol_ > 5) fail("pickle protocol " + std::to_string(protocol_) + " is newer than 5");
+            break;
+        }
+        case 0x95:  // FRAME: advisory length
+            in_.take(8);
+            break;
+        case '.': {  // STOP
+            Value v = pop();
+            if (v.isContainer()) v = store(v);
+            return v;
+        }
+        case '(':  // MARK
+            if (marks_.size() >= limits_.maxMarks)
+                fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
+            marks_.push_back(stack_.size());
+            break;
+        case '0':  // POP
+            if (!marks_.empty() && stack_.size() == marks_.back())
+                marks_.pop_back();
+            else
+                pop();
+            break;
+        case '1':  // POP_MARK
+            stack_.resize(markBase());
+            break;
+        case '2':  // DUP
+            push(top());
+            break;
+        // --- scalars
+        case 'N': push(Value::none()); break;
+        case 0x88: push(Value::boolean(true)); break;
+        case 0x89: push(Value::boolean(false)); break;
+        case 'K': push(Value::integer(in_.byte())); break;
+        case 'M': push(Value::integer(le16(in_.take(2)))); break;
+        case 'J': push(Value::integer(static_cast<int32_t>(le32(in_.take(4))))); break;
+        case 0x8a: {  // LONG1
+            uint8_t n = in_.byte();
+            push(readLong(in_.take(n), n));
+            break;
+        }
+        case 0x8b: {  // LONG4
+            uint32_t n = le32(in_.take(4));
+            if (n > in_.remaining()) fail("LONG4 length " + std::to_string(n) + " is longer than the rest of the file");
+            push(readLong(in_.take(n), n));
+            break;
+        }
+        case 'G': {  // BINFLOAT, big-endian
+            const uint8_t* p = in_.take(8);
+            uint64_t bits = 0;
+            for (int i = 0; i < 8; ++i) bits = (bits << 8) | p[i];
+            push(Value::real(std::bit_cast<double>(bits)));
+            break;
+        }
+        case 'I': push(parseDecimal(readLine(), true)); break;
+        case 'L': push(parseDecimal(readLine(), false)); break;
+        case 'F': {
+            std::string t = readLine();
+            char* end = nullptr;
+            double d = std::strtod(t.c_str(), &end);
+            if (t.empty() || end != t.c_str() + t.size()) fail("bad float in FLOAT opcode");
+            push(Value::real(d));
+            break;
+        }
+        // --- strings and bytes
+        case 0x8c: {  // SHORT_BINUNICODE
+            uint8_t n = in_.byte();
+            push(makeString(in_.take(n), n, false));
+            break;
+        }
+        case 'X':
+        case 0x8d:
+        case 'T':
+        case 'B':
+        case 0x8e:
+        case 0x96: {  // BINUNICODE, BINUNICODE8, BINSTRING, BINBYTES, BINBYTES8, BYTEARRAY8
+            bool wide = op == 0x8d || op == 0x8e || op == 0x96;
+            uint64_t n = wide ? le64(in_.take(8)) : le32(in_.take(4));
+            if (op == 'T' && (n >> 31)) fail("negative BINSTRING length");
+            if (n > in_.remaining())
+                fail("string length " + std::to_string(n) + " is longer than the rest of the file (" +
+                     std::to_string(in_.remaining()) + " bytes)");
+            push(makeString(in_.take(n), n, op == 'B' || op == 0x8e || op == 0x96));
+            break;
+        }
+        case 'U':
+        case 'C': {  // SHORT_BINSTRING, SHORT_BINBYTES
+            uint8_t n = in_.byte();
+            push(makeString(in_.take(n), n, op == 'C'));
+            break;
+        }
+        case 'V': {  // UNICODE: raw-unicode-escape text
+            std::string raw = readLine();
+            std::string out;
+            for (size_t i = 0; i < raw.size(); ++i) {
+                auto c = static_cast<unsigned char>(raw[i]);
+                if (c == '\\' && i + 1 < raw.size() && (raw[i + 1] == 'u' || raw[i + 1] == 'U')) {
+                    size_t digits = raw[i + 1] == 'u' ? 4 : 8;
+                    if (i + 2 + digits > raw.size()) fail("bad \\u escape in UNICODE opcode");
+                    uint32_t cp = 0;
+                    for (size_t k = 0; k < digits; ++k) {
+                        int h = hexDigit(raw[i + 2 + k]);
+                        if (h < 0) fail("bad \\u escape in UNICODE opcode");
+                        cp = cp * 16 + static_cast<uint32_t>(h);
+                    }
+                    if (cp > 0x10FFFF) fail("code point out of range in UNICODE opcode");
+                    appendUtf8(out, cp);
+                    i += 1 + digits;
+                } else {
+                    appendUtf8(out, c);  // latin-1
+                }
+            }
+            push(makeString(reinterpret_cast<const uint8_t*>(out.data()), out.size(), false));
+            break;
+        }
+        case 'S': {  // STRING: a quoted Python 2 str repr
+            std::string raw = readLine();
+            if (raw.size() < 2 || raw.front() != raw.back() || (raw.front() != '\'' && raw.front() != '"'))
+                fail("STRING opcode argument is not quoted");
+            std::string out;
+            for (size_t i = 1; i + 1 < raw.size(); ++i) {
+                char c = raw[i];
+                if (c != '\\') {
+                    out += c;
+                    continue;
+                }
+                if (i + 2 >= raw.size()) fail("bad escape in STRING opcode");
+                char e = raw[++i];
+                switch (e) {
+                case 'n': out += '\n'; break;
+                case 't': out += '\t'; break;
+                case 'r': out += '\r'; break;
+                case '\\': out += '\\'; break;
+                case '\'': out += '\''; break;
+                case '"': out += '"'; break;
+                case 'x': {
+                    if (i + 2 >= raw.size()) fail("bad \\x escape in STRING opcode");
+                    int h1 = hexDigit(raw[i + 1]), h2 = hexDigit(raw[i + 2]);
+                    if (h1 < 0 || h2 < 0) fail("bad \\x escape in STRING opcode");
+                    out += static_cast<char>(h1 * 16 + h2);
+                    i += 2;
+                    break;
+                }
+                default:
+                    if (e >= '0' && e <= '7') {
+                        int v = e - '0';
+                        for (int k = 0; k < 2 && i + 1 + 1 < raw.size() && raw[i + 1] >= '0' && raw[i + 1] <= '7'; ++k)
+                            v = v * 8 + (raw[++i] - '0');
+                        out += static_cast<char>(v & 0xFF);
+                    } else {
+                        out += '\\';
+                        out += e;
+                    }
+                }
+            }
+            push(makeString(reinterpret_cast<const uint8_t*>(out.data()), out.size(), false));
+            break;
+        }
+        // --- containers
+        case '}': push(Value::node(Tag::Dict, doc_.newNode(Tag::Dict))); break;
+        case ']': push(Value::node(Tag::List, doc_.newNode(Tag::List))); break;
+        case 0x8f: push(Value::node(Tag::Set, doc_.newNode(Tag::Set))); break;
+        case ')': push(Value::node(Tag::Tuple, doc_.newNode(Tag::Tuple))); break;
+        case 'd':
+        case 'l': {  // DICT, LIST from the items above the last MARK
+            size_t base = markBase();
+            Tag t = op == 'd' ? Tag::Dict : Tag::List;
+            Value c = Value::node(t, doc_.newNode(t));
+            appendTo(c, base);
+            push(c);
+            break;
+        }
+        case 't': {  // TUPLE
+            size_t base = markBase();
+            push(makeTuple(base));
+            break;
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
+            size_t n = op - 0x84u;
+            size_t floor = marks_.empty() ? 0 : marks_.back();
+            if (stack_.size() < floor + n) fail("pickle stack underflow (corrupt file)");
+            push(makeTuple(stack_.size() - n));
+            break;
+        }
+        case 0x91: {  // FROZENSET
+            size_t base = markBase();
+            Value c = Value::node(Tag::Set, doc_.newNode(Tag::Set));
+            appendTo(c, base);
+            push(c);
+            break;
+        }
+        case 'a': {  // APPEND
+            size_t floor = marks_.empty() ? 0 : marks_.back();
+            if (stack_.size() < floor + 2) fail("pickle stack underflow (corrupt file)");
+            Value list = stack_[stack_.size() - 2];
+            if (list.tag != Tag::List) fail(std::string("APPEND to a ") + tagName(list.tag));
+            appendTo(list, stack_.size() - 1);
+            break;
+        }
+        case 'e':
+        case 0x90: {  // APPENDS, ADDITEMS
+            size_t base = markBase();
+            if (base == 0 || (!marks_.empty() && base <= marks_.back())) fail("pickle stack underflow (corrupt file)");
+            Value target = stack_[base - 1];
+            Tag want = op == 'e' ? Tag::List : Tag::Set;
+            if (target.tag != want)
+                fail(std::string(op == 'e' ? "APPENDS" : "ADDITEMS") + " to a " + tagName(target.tag));
+            appendTo(target, base);
+            break;
+        }
+        case 's': {  // SETITEM
+            size_t floor = marks_.empty() ? 0 : marks_.back();
+            if (stack_.size() < floor + 3) fail("pickle stack underflow (corrupt file)");
+            Value dict = stack_[stack_.size() - 3];
+            if (dict.tag != Tag::Dict) fail(std::string("SETITEM on a ") + tagName(dict.tag));
+            appendTo(dict, stack_.size() - 2);
+            break;
+        }
+        case 'u': {  // SETITEMS
+            size_t base = markBase();
+            if (base == 0 || (!marks_.empty() && base <= marks_.back())) fail("pickle stack underflow (corrupt file)");
+            Value dict = stack_[base - 1];
+            if (dict.tag != Tag::Dict) fail(std::string("SETITEMS on a ") + tagName(dict.tag));
+            appendTo(dict, base);
+            break;
+        }
+        // --- memo
+        case 0x94: memoPut(memo_.size()); break;  // MEMOIZE
+        case 'q': memoPut(in_.byte()); break;
+        case 'r': memoPut(le32(in_.take(4))); break;
+        case 'p': {
+            Value idx = parseDecimal(readLine(), false);
+            if (idx.tag != Tag::Int || idx.asInt() < 0) fail("bad PUT index");
+            memoPut(static_cast<uint64_t>(idx.asInt()));
+            break;
+        }
+        case 'h': push(memoGet(in_.byte())); break;
+        case 'j': push(memoGet(le32(in_.take(4)))); break;
+        case 'g': {
+            Value idx = parseDecimal(readLine(), false);
+            if (idx.tag != Tag::Int || idx.asInt() < 0) fail("bad GET index");
+            push(memoGet(static_cast<uint64_t>(idx.asInt())));
+            break;
+        }
+        default: {
+            if (const char* name = refusedName(op))
+                fail(std::string("opcode ") + name + " (" + hexByte(op) +
+                     ") would import or call code; memlens reads data only and never executes anything from a file");
+            fail("unknown pickle opcode " + hexByte(op) + " (corrupt file, or not a pickle)");
+        }
+        }
+    }
+}
+
+} // namespace memlens::model

@@ -1,0 +1,71 @@
+#include "memlens/model/Snapshot.h"
+
+#include <algorithm>
+
+namespace memlens::model {
+
+namespace {
+constexpr const char* kActionNames[] = {
+    "alloc", "free_requested", "free_completed", "free", "segment_alloc", "segment_free",
+    "segment_map", "segment_unmap", "snapshot", "oom", "user_defined", "other",
+};
+}
+
+const char* actionName(Action a) { return kActionNames[static_cast<int>(a)]; }
+
+Action actionFromName(std::string_view name) {
+    for (int i = 0; i < kActionCount - 1; ++i)
+        if (name == kActionNames[i]) return static_cast<Action>(i);
+    return Action::Other;
+}
+
+const char* blockStateName(BlockState s) {
+    switch (s) {
+    case BlockState::ActiveAllocated: return "active_allocated";
+    case BlockState::ActivePendingFree: return "active_pending_free";
+    case BlockState::Inactive: return "inactive";
+    }
+    return "?";
+}
+
+void TraceColumns::reserve(size_t n) {
+    action.reserve(n);
+    actionName.reserve(n);
+    flags.reserve(n);
+    addr.reserve(n);
+    size.reserve(n);
+    stream.reserve(n);
+    timeUs.reserve(n);
+    stack.reserve(n);
+    compileContext.reserve(n);
+    userMetadata.reserve(n);
+}
+
+void TraceColumns::clear() { *this = TraceColumns(); }
+
+size_t TraceColumns::memoryBytes() const {
+    return action.capacity() + actionName.capacity() * 4 + flags.capacity() + addr.capacity() * 8 +
+           size.capacity() * 8 + stream.capacity() * 8 + timeUs.capacity() * 8 + stack.capacity() * 4 +
+           compileContext.capacity() * 4 + userMetadata.capacity() * 4;
+}
+
+Snapshot::Snapshot() : stackOffsets{0, 0} {}
+Snapshot::Snapshot(Snapshot&&) noexcept = default;
+Snapshot& Snapshot::operator=(Snapshot&&) noexcept = default;
+Snapshot::~Snapshot() = default;
+
+const DeviceData* Snapshot::device(int d) const {
+    auto it = std::lower_bound(devices.begin(), devices.end(), d,
+                               [](const DeviceData& dd, int v) { return dd.device < v; });
+    return it != devices.end() && it->device == d ? &*it : nullptr;
+}
+
+size_t Snapshot::memoryBytes() const {
+    size_t n = strings.bytes() + frames.capacity() * sizeof(Frame) + stackOffsets.capacity() * 4 +
+               stackFrames.capacity() * 4;
+    for (const auto& d : devices)
+        n += d.segments.capacity() * sizeof(Segment) + d.blocks.capacity() * sizeof(Block) + d.trace.memoryBytes();
+    return n;
+}
+
+} // namespace memlens::model
