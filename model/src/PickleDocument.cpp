@@ -1,5 +1,6 @@
 #include "memlens/model/PickleDocument.h"
 
+
 #include <bit>
 #include <cstring>
 
@@ -28,16 +29,11 @@ const char* tagName(Tag t) {
     case Tag::Frame: return "frame dict";
     case Tag::Stack: return "list of frames";
     case Tag::Row: return "trace entry dict";
+    case Tag::Unset: return "nothing";
     }
     return "?";
 }
 
-uint32_t PickleDocument::newNode(Tag kind) {
-    Node n;
-    n.kind = kind;
-    nodes_.push_back(n);
-    return static_cast<uint32_t>(nodes_.size() - 1);
-}
 
 void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
     if (n == 0) return;
@@ -67,6 +63,8 @@ void PickleDocument::release(uint32_t id) {
     if (nd.head == chunks_.size() - 1) chunks_.pop_back();
     nd.head = nd.tail = kNone;
 }
+
+void PickleDocument::reserve(size_t nodes) { nodes_.reserve(nodes); }
 
 const Value* PickleDocument::get(uint32_t dict, StringId key) const {
     const Value* found = nullptr;

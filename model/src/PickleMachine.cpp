@@ -2,6 +2,7 @@
 
 #include "memlens/model/ParseError.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <charconv>
@@ -74,14 +75,16 @@ int hexDigit(char c) {
 } // namespace
 
 PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks, PickleLimits limits)
-    : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {}
+    : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {
+    // Address space for what a file of this size is likely to need; pages cost only when touched.
+    memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.size() / 32 + 1024, uint64_t(1) << 28)));
+    stack_.reserve(4096);
+}
 
 void PickleMachine::fail(const std::string& what) const { throw ParseError(opOffset_, what); }
 
-void PickleMachine::push(Value v) {
-    if (stack_.size() >= limits_.maxStack)
-        fail("more than " + std::to_string(limits_.maxStack) + " values on the pickle stack");
-    stack_.push_back(v);
+void PickleMachine::stackFull() const {
+    fail("more than " + std::to_string(limits_.maxStack) + " values on the pickle stack");
 }
 
 Value PickleMachine::pop() {
@@ -108,9 +111,12 @@ size_t PickleMachine::markBase() {
 Value PickleMachine::store(Value v) {
     if (!v.isContainer()) return v;
     auto& nd = doc_.node(v.ref);
-    if (nd.collapsed != PickleDocument::kNone) return Value::node(nd.collapsedTag, nd.collapsed);
-    if (!nd.frozen) {
-        nd.frozen = true;
+    if (nd.collapsed != PickleDocument::kNone) {
+        nd.used = true;
+        return Value::node(nd.collapsedTag, nd.collapsed);
+    }
+    if (!nd.used) {
+        nd.used = true;
         if (hooks_) {
             Value c = hooks_->collapse(doc_, v);
             if (c.tag != v.tag || c.ref != v.ref) {
@@ -124,25 +130,50 @@ Value PickleMachine::store(Value v) {
     return v;
 }
 
-void PickleMachine::appendTo(Value container, size_t from) {
+void PickleMachine::appendTo(Value container, size_t from, bool batch) {
     if (!container.isContainer()) fail(std::string("cannot add items to a ") + tagName(container.tag));
     auto id = container.ref;
-    if (doc_.node(id).collapsed != PickleDocument::kNone) fail("a container is changed after it was used");
     Tag kind = doc_.node(id).kind;
     size_t n = stack_.size() - from;
     if (kind == Tag::Tuple) fail("cannot add items to a tuple");
     if (kind == Tag::Dict && (n % 2) != 0) fail("odd number of items for a dict (corrupt file)");
+    if (doc_.node(id).collapsed != PickleDocument::kNone) {
+        auto& nd = doc_.node(id);
+        if (nd.used || kind != Tag::List) fail("a container is changed after it was used (not supported)");
+        // a list absorbed by one APPENDS gets more items: expand it again
+        std::vector<Value> items;
+        hooks_->expandList(doc_, Value::node(nd.collapsedTag, nd.collapsed), items);
+        nd.collapsed = PickleDocument::kNone;
+        nd.collapsedTag = Tag::None;
+        doc_.append(id, items.data(), items.size());
+    }
     uint32_t depth = doc_.node(id).depth;
-    for (size_t i = from; i < stack_.size(); ++i) {
-        Value& v = stack_[i];
-        if (v.isContainer() && v.ref == id) fail("a container is put into itself (cyclic data is refused)");
+    Value* items = stack_.data() + from;
+    for (size_t i = 0; i < n; ++i) {
+        Value& v = items[i];
+        if (!v.isContainer()) continue;
+        if (v.ref == id) fail("a container is put into itself (cyclic data is refused)");
         v = store(v);
         if (v.isContainer()) depth = std::max(depth, doc_.node(v.ref).depth + 1);
     }
     if (depth > limits_.maxDepth)
         fail("containers nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
+    auto& nd = doc_.node(id);
+    if (batch && hooks_ && nd.count == 0 && !nd.used) {
+        Value out;
+        bool absorbed = kind == Tag::Dict   ? hooks_->absorbDict(doc_, items, n, out)
+                        : kind == Tag::List ? hooks_->absorbList(doc_, items, n, out)
+                                            : false;
+        if (absorbed) {
+            auto& n2 = doc_.node(id);
+            n2.collapsed = out.ref;
+            n2.collapsedTag = out.tag;
+            stack_.resize(from);
+            return;
+        }
+    }
     doc_.node(id).depth = depth;
-    doc_.append(id, stack_.data() + from, n);
+    doc_.append(id, items, n);
     stack_.resize(from);
 }
 
@@ -163,14 +194,13 @@ Value PickleMachine::makeTuple(size_t from) {
 
 void PickleMachine::memoPut(uint64_t index) {
     Value v = top();
-    if (index < memo_.size()) {
+    if (index == memo_.size()) {
+        memo_.push_back(v);
+    } else if (index < memo_.size()) {
         memo_[index] = v;
-        memoSet_[index] = 1;
     } else if (index <= memo_.size() + 65536) {
-        memo_.resize(index + 1);
-        memoSet_.resize(index + 1);
+        memo_.resize(index + 1, Value{0, 0, Tag::Unset});
         memo_[index] = v;
-        memoSet_[index] = 1;
     } else {
         if (sparseMemo_.size() >= limits_.maxSparseMemo && !sparseMemo_.count(index))
             fail("too many memo entries with scattered indices");
@@ -179,10 +209,14 @@ void PickleMachine::memoPut(uint64_t index) {
 }
 
 Value PickleMachine::memoGet(uint64_t index) {
-    if (index < memo_.size() && memoSet_[index]) return memo_[index];
+    if (index < memo_.size() && memo_[index].tag != Tag::Unset) {
+        Value& slot = memo_[index];
+        if (slot.isContainer()) slot = resolve(slot);  // later gets skip the node
+        return slot;
+    }
     auto it = sparseMemo_.find(index);
     if (it == sparseMemo_.end()) fail("memo entry " + std::to_string(index) + " is read before it was stored");
-    return it->second;
+    return resolve(it->second);
 }
 
 Value PickleMachine::readLong(const uint8_t* p, uint64_t n) {
@@ -244,6 +278,46 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
     return bytes ? Value::bytes(id) : Value::str(id);
 }
 
+// After MARK on an empty list: a run of memo gets of frames closed by APPENDS is the frames list
+// of a trace entry or block. Read it without pushing each frame; anything else falls back.
+void PickleMachine::frameRun() {
+    uint32_t id = stack_.back().ref;
+    const auto& nd = doc_.node(id);
+    if (nd.count != 0 || nd.used || nd.collapsed != PickleDocument::kNone) return;
+    runIds_.clear();
+    for (;;) {
+        const uint8_t* p = in_.cursor();
+        size_t avail = in_.buffered();
+        uint64_t idx;
+        size_t len;
+        if (avail >= 2 && p[0] == 'h') {
+            idx = p[1];
+            len = 2;
+        } else if (avail >= 5 && p[0] == 'j') {
+            idx = le32(p + 1);
+            len = 5;
+        } else {
+            break;
+        }
+        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) break;
+        runIds_.push_back(memo_[idx].ref);
+        in_.skip(len);
+    }
+    if (runIds_.empty()) return;
+    if (in_.buffered() >= 1 && in_.cursor()[0] == 'e') {
+        Value out;
+        if (hooks_->absorbFrames(doc_, runIds_.data(), runIds_.size(), out)) {
+            in_.skip(1);
+            marks_.pop_back();
+            auto& n2 = doc_.node(id);
+            n2.collapsed = out.ref;
+            n2.collapsedTag = out.tag;
+            return;
+        }
+    }
+    for (uint32_t f : runIds_) push(Value::node(Tag::Frame, f));
+}
+
 Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* cancel) {
     uint32_t tick = 0;
     for (;;) {
@@ -253,8 +327,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             if (progress) progress(in_.offset(), in_.size());
         }
         opOffset_ = in_.offset();
-        if (in_.atEnd()) fail("file ends before the pickle's STOP opcode (truncated?)");
-        uint8_t op = in_.byte();
+        uint8_t op = in_.byte();  // at the end of the file this throws: no STOP, truncated
         switch (op) {
         // --- control
         case 0x80: {  // PROTO
@@ -274,6 +347,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             if (marks_.size() >= limits_.maxMarks)
                 fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
             marks_.push_back(stack_.size());
+            if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) frameRun();
             break;
         case '0':  // POP
             if (!marks_.empty() && stack_.size() == marks_.back())
@@ -467,7 +541,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             Tag want = op == 'e' ? Tag::List : Tag::Set;
             if (target.tag != want)
                 fail(std::string(op == 'e' ? "APPENDS" : "ADDITEMS") + " to a " + tagName(target.tag));
-            appendTo(target, base);
+            appendTo(target, base, op == 'e');
             break;
         }
         case 's': {  // SETITEM
@@ -483,7 +557,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             if (base == 0 || (!marks_.empty() && base <= marks_.back())) fail("pickle stack underflow (corrupt file)");
             Value dict = stack_[base - 1];
             if (dict.tag != Tag::Dict) fail(std::string("SETITEMS on a ") + tagName(dict.tag));
-            appendTo(dict, base);
+            appendTo(dict, base, true);
             break;
         }
         // --- memo
@@ -496,8 +570,15 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             memoPut(static_cast<uint64_t>(idx.asInt()));
             break;
         }
-        case 'h': push(memoGet(in_.byte())); break;
-        case 'j': push(memoGet(le32(in_.take(4)))); break;
+        case 'h':
+        case 'j': {
+            uint64_t idx = op == 'h' ? in_.byte() : le32(in_.take(4));
+            if (idx < memo_.size() && !memo_[idx].isContainer() && memo_[idx].tag != Tag::Unset)
+                push(memo_[idx]);  // the common case: a string, a number, a frame or a stack
+            else
+                push(memoGet(idx));
+            break;
+        }
         case 'g': {
             Value idx = parseDecimal(readLine(), false);
             if (idx.tag != Tag::Int || idx.asInt() < 0) fail("bad GET index");

@@ -1,5 +1,6 @@
 #include "memlens/model/Snapshot.h"
 
+
 #include <algorithm>
 
 namespace memlens::model {

@@ -55,16 +55,19 @@ struct FrameKeyHash {
 // into compact rows as soon as they are complete, so the generic tree stays small.
 class Builder final : public PickleHooks {
 public:
-    explicit Builder(PickleDocument& doc) : doc_(doc), k_(doc.strings) {}
+    Builder(PickleDocument& doc, uint64_t fileBytes) : doc_(doc), k_(doc.strings) {
+        rows_.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 48 + 64, uint64_t(1) << 28)));
+        doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)));
+    }
 
     Value collapse(PickleDocument& doc, Value v) override {
         if (v.tag == Tag::Dict) {
             const auto& nd = doc.node(v.ref);
-            if (nd.count == 6 || nd.count == 8) {  // a frame has 3 keys, maybe 4 with fx fields
-                if (auto f = frameFromDict(v.ref)) return Value::node(Tag::Frame, *f);
-            }
-            if (nd.count >= 2) {
-                if (auto r = rowFromDict(v.ref, nullptr)) return Value::node(Tag::Row, *r);
+            if (nd.count >= 2 && nd.count <= 64) {
+                tmpItems_.clear();
+                doc.forEach(v.ref, [&](const Value& x) { tmpItems_.push_back(x); });
+                Value out;
+                if (absorb(tmpItems_.data(), tmpItems_.size(), out)) return out;
             }
         } else if (v.tag == Tag::List) {
             const auto& nd = doc.node(v.ref);
@@ -81,19 +84,61 @@ public:
         return v;
     }
 
+    // A dict filled by one SETITEMS: frames and trace entries become rows without being stored.
+    bool absorbDict(PickleDocument&, const Value* items, size_t n, Value& out) override {
+        return n >= 4 && n <= 64 && absorb(items, n, out);
+    }
+
+    bool absorbList(PickleDocument&, const Value* items, size_t n, Value& out) override {
+        for (size_t i = 0; i < n; ++i)
+            if (items[i].tag != Tag::Frame) return false;
+        tmpFrames_.resize(n);
+        for (size_t i = 0; i < n; ++i) tmpFrames_[i] = items[i].ref;
+        out = Value::node(Tag::Stack, internFrames());
+        return true;
+    }
+
+    bool absorbFrames(PickleDocument&, const uint32_t* ids, size_t n, Value& out) override {
+        tmpFrames_.assign(ids, ids + n);
+        out = Value::node(Tag::Stack, internFrames());
+        return true;
+    }
+
+    void expandList(PickleDocument&, Value collapsed, std::vector<Value>& items) override {
+        StackId s = collapsed.ref;
+        for (const FrameId* f = snap.stackBegin(s); f != snap.stackBegin(s) + snap.stackSize(s); ++f)
+            items.push_back(Value::node(Tag::Frame, *f));
+    }
+
+    bool absorb(const Value* items, size_t n, Value& out) {
+        if (n == 6 || n == 8) {  // a frame has 3 keys, 4 with an fx field
+            if (auto f = frameFromItems(items, n)) {
+                out = Value::node(Tag::Frame, *f);
+                return true;
+            }
+        }
+        if (auto r = rowFromItems(items, n, nullptr)) {
+            out = Value::node(Tag::Row, *r);
+            return true;
+        }
+        return false;
+    }
+
     Snapshot finish(Value root, int protocol, uint64_t fileBytes, const LoadOptions& options);
 
     Snapshot snap;
 
 private:
     // --- collapsing
-    std::optional<FrameId> frameFromDict(uint32_t node) {
+    std::optional<FrameId> frameFromItems(const Value* items, size_t n) {
         FrameKey key{0, 0, 0, false};
         bool haveFile = false, haveName = false, ok = true;
-        doc_.forEachPair(node, [&](const Value& kv, const Value& v) {
+        for (size_t i = 0; i + 1 < n && ok; i += 2) {
+            const Value& kv = items[i];
+            const Value& v = items[i + 1];
             if (kv.tag != Tag::Str) {
                 ok = false;
-                return;
+                break;
             }
             if (kv.ref == k_.filename && v.tag == Tag::Str) {
                 key.file = v.ref;
@@ -107,7 +152,7 @@ private:
             } else if (kv.ref == k_.line || kv.ref == k_.filename || kv.ref == k_.name) {
                 ok = false;
             }  // fx_* and other extra keys are ignored
-        });
+        }
         if (!ok || !haveFile || !haveName) return std::nullopt;
         auto [it, inserted] = frameIndex_.try_emplace(key, static_cast<FrameId>(snap.frames.size()));
         if (inserted) snap.frames.push_back(Frame{key.file, key.name, key.line, key.known});
@@ -117,6 +162,9 @@ private:
     StackId internStack(uint32_t listNode) {
         tmpFrames_.clear();
         doc_.forEach(listNode, [&](const Value& x) { tmpFrames_.push_back(x.ref); });
+        return internFrames();
+    }
+    StackId internFrames() {
         uint64_t h = 0xcbf29ce484222325ull;
         for (FrameId f : tmpFrames_) h = (h ^ f) * 0x100000001b3ull;
         h ^= h >> 29;
@@ -139,6 +187,12 @@ private:
         }
     }
 
+    Action actionOf(StringId name) {
+        if (name >= actionCache_.size()) actionCache_.resize(name + 1, -1);
+        if (actionCache_[name] < 0) actionCache_[name] = static_cast<int8_t>(actionFromName(doc_.strings.view(name)));
+        return static_cast<Action>(actionCache_[name]);
+    }
+
     void growStackTable() {
         std::vector<StackId> slots(stackSlots_.empty() ? 1024 : stackSlots_.size() * 2, 0);
         size_t mask = slots.size() - 1;
@@ -154,6 +208,11 @@ private:
     // Turns a trace entry dict into a row; with path == nullptr returns nullopt on any mismatch,
     // otherwise throws a ParseError naming the key.
     std::optional<uint32_t> rowFromDict(uint32_t node, const std::string* path) {
+        tmpItems_.clear();
+        doc_.forEach(node, [&](const Value& x) { tmpItems_.push_back(x); });
+        return rowFromItems(tmpItems_.data(), tmpItems_.size(), path);
+    }
+    std::optional<uint32_t> rowFromItems(const Value* items, size_t n, const std::string* path) {
         Action act = Action::Other;
         StringId actName = 0;
         bool haveAction = false;
@@ -164,9 +223,10 @@ private:
         StringId cc = 0, um = 0;
         const char* bad = nullptr;
         StringId badKey = 0;
-        doc_.forEachPair(node, [&](const Value& kv, const Value& v) {
-            if (bad) return;
-            if (kv.tag != Tag::Str) return;  // foreign keys are ignored
+        for (size_t i = 0; i + 1 < n && !bad; i += 2) {
+            const Value& kv = items[i];
+            const Value& v = items[i + 1];
+            if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
             StringId key = kv.ref;
             auto wantInt = [&](uint64_t& out) {
                 if (v.tag == Tag::Int || v.tag == Tag::UInt)
@@ -180,10 +240,10 @@ private:
                 if (v.tag != Tag::Str) {
                     bad = "a str";
                     badKey = key;
-                    return;
+                    continue;
                 }
                 actName = v.ref;
-                act = actionFromName(doc_.strings.view(v.ref));
+                act = actionOf(v.ref);
                 haveAction = true;
             } else if (key == k_.addr) {
                 wantInt(addr);
@@ -217,7 +277,7 @@ private:
             } else if (key == k_.user_metadata) {
                 if (v.tag == Tag::Str) um = v.ref;
             }
-        });
+        }
         if (!haveAction && !bad) {
             if (!path) return std::nullopt;
             throw ParseError(ParseError::kNoOffset, *path, "missing key 'action' (expected a str)");
@@ -295,6 +355,8 @@ private:
     TraceColumns rows_;
     std::unordered_map<FrameKey, FrameId, FrameKeyHash> frameIndex_;
     std::vector<FrameId> tmpFrames_;
+    std::vector<Value> tmpItems_;
+    std::vector<int8_t> actionCache_;
     std::vector<StackId> stackSlots_;
     std::vector<uint64_t> stackHashes_{0};  // per stack id; stack 0 is the empty stack
     size_t stackCount_ = 0;
@@ -618,7 +680,7 @@ void sniff(ByteReader& in) {
 Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
     sniff(in);
     PickleDocument doc;
-    Builder builder(doc);
+    Builder builder(doc, in.size());
     PickleMachine machine(in, doc, &builder);
     PickleMachine::Progress progress;
     if (options.progress)

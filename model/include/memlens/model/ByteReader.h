@@ -34,6 +34,10 @@ public:
         pos_ += n;
         return p;
     }
+    // The bytes already buffered from the current position on, and a way to consume some of them.
+    const uint8_t* cursor() const { return pos_; }
+    size_t buffered() const { return static_cast<size_t>(end_ - pos_); }
+    void skip(size_t n) { pos_ += n; }
     // Peeks at up to n bytes from the current position without consuming them.
     std::span<const uint8_t> peek(size_t n);
 

@@ -19,7 +19,7 @@ public:
         uint32_t collapsed = kNone;
         Tag kind = Tag::List;
         Tag collapsedTag = Tag::None;
-        bool frozen = false;       // collapsed or stored: no more changes
+        bool used = false;         // stored into another container (or returned)
     };
     struct Chunk {
         uint32_t begin;
@@ -30,7 +30,12 @@ public:
 
     StringTable strings;
 
-    uint32_t newNode(Tag kind);
+    uint32_t newNode(Tag kind) {
+        nodes_.emplace_back();
+        nodes_.back().kind = kind;
+        return static_cast<uint32_t>(nodes_.size() - 1);
+    }
+    void reserve(size_t nodes);
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }

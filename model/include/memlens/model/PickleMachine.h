@@ -19,6 +19,15 @@ public:
     // Called once for each container node when it is first stored into another container
     // (or returned at STOP). Returns the value to store instead (or v itself).
     virtual Value collapse(PickleDocument& doc, Value v) = 0;
+    // Called when one SETITEMS fills an empty dict, with its keys and values (already collapsed).
+    // Returning true stores `out` in place of the dict, which then keeps no items of its own.
+    virtual bool absorbDict(PickleDocument& doc, const Value* items, size_t n, Value& out) { return false; }
+    // Likewise when one APPENDS fills an empty list. A list absorbed this way that gets more items
+    // before it is used is expanded again with expandList.
+    virtual bool absorbList(PickleDocument& doc, const Value* items, size_t n, Value& out) { return false; }
+    // Fast path of absorbList for a list made only of frames already seen (given by their ids).
+    virtual bool absorbFrames(PickleDocument& doc, const uint32_t* frameIds, size_t n, Value& out) { return false; }
+    virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
 };
 
 struct PickleLimits {
@@ -40,18 +49,30 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& what) const;
-    void push(Value v);
+    [[gnu::always_inline]] void push(Value v) {
+        if (stack_.size() >= limits_.maxStack) stackFull();
+        stack_.push_back(v);
+    }
+    [[noreturn]] void stackFull() const;
     Value pop();
     Value& top();
     size_t markBase();  // pops the last MARK and returns the stack index it points to
-    Value store(Value v);  // applies collapsing and depth tracking to a value being stored
-    void appendTo(Value container, size_t from);  // moves stack[from..] into the container
+    Value store(Value v);  // marks a container as used and applies collapsing to it
+    Value resolve(Value v) const {  // a container that was absorbed stands for its collapsed value
+        if (v.isContainer()) {
+            const auto& nd = doc_.node(v.ref);
+            if (nd.collapsed != PickleDocument::kNone) return Value::node(nd.collapsedTag, nd.collapsed);
+        }
+        return v;
+    }
+    void appendTo(Value container, size_t from, bool batch = false);  // moves stack[from..] into the container
     void memoPut(uint64_t index);
     Value memoGet(uint64_t index);
     Value readLong(const uint8_t* p, uint64_t n);
     std::string readLine();
     Value parseDecimal(const std::string& text, bool allowBoolForm);
     Value makeTuple(size_t from);
+    void frameRun();
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 
     ByteReader& in_;
@@ -61,7 +82,7 @@ private:
     std::vector<Value> stack_;
     std::vector<size_t> marks_;
     std::vector<Value> memo_;
-    std::vector<uint8_t> memoSet_;
+    std::vector<uint32_t> runIds_;
     std::unordered_map<uint64_t, Value> sparseMemo_;
     uint64_t opOffset_ = 0;
     int protocol_ = 0;

@@ -1,0 +1,194 @@
+#include "Commands.h"
+
+#include "CliArgs.h"
+
+#include "memlens/model/AllocatorState.h"
+#include "memlens/model/ParseError.h"
+#include "memlens/model/SnapshotReader.h"
+#include "memlens/model/SnapshotStats.h"
+#include "memlens/model/Timeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace memlens::cli {
+
+using model::Snapshot;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+std::string oneFile(const CliArgs& a, const char* command) {
+    if (a.positional().size() != 1)
+        throw UsageError(std::string(command) + " takes exactly one FILE");
+    return a.positional()[0];
+}
+
+std::string humanBytes(uint64_t b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+void printJson(const Json& j) {
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+int checkDevice(const Snapshot& s, long long device) {
+    if (device < 0 || device > (1 << 16)) throw UsageError("--device must be a device index");
+    if (!s.device(static_cast<int>(device))) {
+        std::string have;
+        for (const auto& d : s.devices) have += (have.empty() ? "" : ", ") + std::to_string(d.device);
+        throw model::ParseError(model::ParseError::kNoOffset, "device " + std::to_string(device),
+                                "no such device in this snapshot (it has: " + (have.empty() ? "none" : have) + ")");
+    }
+    return static_cast<int>(device);
+}
+
+} // namespace
+
+int statsCommand(const std::vector<std::string>& args) {
+    CliArgs a(args, {"json"}, {});
+    Snapshot snap = model::readSnapshotFile(oneFile(a, "stats"));
+    auto stats = model::computeStats(snap);
+    if (a.has("json")) {
+        Json devices = Json::array();
+        for (const auto& d : stats) {
+            Json actions = Json::object();
+            for (const auto& [name, n] : d.actions) actions[name] = n;
+            devices.push_back(Json{{"device", d.device},
+                                   {"segments", d.segments},
+                                   {"blocks", d.blocks},
+                                   {"reserved_bytes", d.reservedBytes},
+                                   {"allocated_bytes", d.allocatedBytes},
+                                   {"requested_bytes", d.requestedBytes},
+                                   {"free_bytes", d.freeBytes},
+                                   {"largest_free_block", d.largestFreeBlock},
+                                   {"trace_events", d.traceEvents},
+                                   {"actions", actions}});
+        }
+        printJson(Json{{"devices", devices}});
+        return 0;
+    }
+    for (const auto& d : stats) {
+        std::cout << "device " << d.device << ": " << d.segments << " segments, " << d.blocks << " blocks, "
+                  << d.traceEvents << " trace entries\n"
+                  << "  reserved   " << humanBytes(d.reservedBytes) << "\n"
+                  << "  allocated  " << humanBytes(d.allocatedBytes) << " (requested "
+                  << humanBytes(d.requestedBytes) << ")\n"
+                  << "  free       " << humanBytes(d.freeBytes) << ", largest free block "
+                  << humanBytes(d.largestFreeBlock) << "\n";
+        for (const auto& [name, n] : d.actions) std::cout << "  " << name << ": " << n << "\n";
+    }
+    for (const auto& w : snap.warnings) std::cerr << "warning: " << w << "\n";
+    return 0;
+}
+
+int timelineCommand(const std::vector<std::string>& args) {
+    CliArgs a(args, {"csv"}, {"device"});
+    std::string file = oneFile(a, "timeline");
+    long long device = a.integer("device");
+    Snapshot snap = model::readSnapshotFile(file);
+    const model::DeviceData& dd = *snap.device(checkDevice(snap, device));
+    auto tl = model::computeTimeline(dd);
+    const auto& t = dd.trace;
+    std::string out;
+    out.reserve(64 * (t.rows() + 1));
+    char buf[160];
+    bool csv = a.has("csv");
+    out += csv ? "index,action,addr,size,live_bytes,reserved_bytes\n" : "index  action  addr  size  live  reserved\n";
+    for (size_t i = 0; i < t.rows(); ++i) {
+        std::string_view name = t.action[i] == model::Action::Other ? snap.str(t.actionName[i])
+                                                                     : model::actionName(t.action[i]);
+        out += std::to_string(i);
+        out += csv ? ',' : ' ';
+        out += name;
+        out += csv ? ',' : ' ';
+        if (t.flags[i] & model::TraceColumns::HasAddr) {
+            if (csv)
+                std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(t.addr[i]));
+            else
+                std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(t.addr[i]));
+            out += buf;
+        } else if (!csv) {
+            out += '-';
+        }
+        std::snprintf(buf, sizeof buf, csv ? ",%llu,%lld,%lld\n" : " %llu %lld %lld\n",
+                      static_cast<unsigned long long>(t.size[i]), static_cast<long long>(tl.liveBytes[i]),
+                      static_cast<long long>(tl.reservedBytes[i]));
+        out += buf;
+        if (out.size() > (1 << 20)) {
+            std::cout << out;
+            out.clear();
+        }
+    }
+    std::cout << out;
+    return 0;
+}
+
+int stateCommand(const std::vector<std::string>& args) {
+    CliArgs a(args, {"json"}, {"device", "at"});
+    std::string file = oneFile(a, "state");
+    long long device = a.integer("device");
+    long long at = a.integer("at");
+    Snapshot snap = model::readSnapshotFile(file);
+    int dev = checkDevice(snap, device);
+    model::StateHistory history(snap, dev);
+    if (at < -1 || at >= history.entries())
+        throw model::ParseError(model::ParseError::kNoOffset, "--at " + std::to_string(at),
+                                "no such trace entry: device " + std::to_string(dev) + " has " +
+                                    std::to_string(history.entries()) + " (use -1 .. " +
+                                    std::to_string(history.entries() - 1) + ")");
+    model::DeviceState st = history.stateAfter(at);
+    if (a.has("json")) {
+        Json segs = Json::array();
+        for (const auto& s : st.segments) {
+            Json blocks = Json::array();
+            for (const auto& b : s.blocks)
+                blocks.push_back(Json{{"address", b.address},
+                                      {"size", b.size},
+                                      {"requested_size", b.requestedSize},
+                                      {"state", model::stateBlockKindName(b.kind)}});
+            segs.push_back(Json{{"address", s.address},
+                                {"total_size", s.totalSize},
+                                {"stream", s.stream},
+                                {"is_expandable", s.isExpandable},
+                                {"blocks", blocks}});
+        }
+        printJson(Json{{"device", dev},
+                       {"at", at},
+                       {"reserved_bytes", st.reservedBytes},
+                       {"allocated_bytes", st.allocatedBytes},
+                       {"requested_bytes", st.requestedBytes},
+                       {"free_bytes", st.freeBytes},
+                       {"largest_free_block", st.largestFreeBlock},
+                       {"segments", segs}});
+        return 0;
+    }
+    std::cout << "device " << dev << " after entry " << at << ": reserved " << humanBytes(st.reservedBytes)
+              << ", allocated " << humanBytes(st.allocatedBytes) << ", free " << humanBytes(st.freeBytes)
+              << ", largest free block " << humanBytes(st.largestFreeBlock) << "\n";
+    char buf[128];
+    for (const auto& s : st.segments) {
+        std::snprintf(buf, sizeof buf, "segment 0x%llx %s%s\n", static_cast<unsigned long long>(s.address),
+                      humanBytes(s.totalSize).c_str(), s.isExpandable ? " (expandable)" : "");
+        std::cout << buf;
+        for (const auto& b : s.blocks) {
+            std::snprintf(buf, sizeof buf, "  0x%llx %10s %s\n", static_cast<unsigned long long>(b.address),
+                          humanBytes(b.size).c_str(), model::stateBlockKindName(b.kind));
+            std::cout << buf;
+        }
+    }
+    return 0;
+}
+
+} // namespace memlens::cli

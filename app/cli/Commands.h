@@ -1,0 +1,13 @@
+#pragma once
+// The memlens-cli commands. Each prints to stdout and returns the exit status; errors in the
+// input throw model::ParseError, mistakes in the call throw UsageError.
+#include <string>
+#include <vector>
+
+namespace memlens::cli {
+
+int statsCommand(const std::vector<std::string>& args);
+int timelineCommand(const std::vector<std::string>& args);
+int stateCommand(const std::vector<std::string>& args);
+
+} // namespace memlens::cli

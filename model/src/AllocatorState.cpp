@@ -1,0 +1,365 @@
+#include "memlens/model/AllocatorState.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace memlens::model {
+
+const char* stateBlockKindName(StateBlockKind k) {
+    switch (k) {
+    case StateBlockKind::Allocated: return "active_allocated";
+    case StateBlockKind::PendingFree: return "active_pending_free";
+    case StateBlockKind::Free: return "inactive";
+    case StateBlockKind::BeforeRecording: return "allocated_before_recording";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr uint64_t kMinBlock = 512;
+
+struct Seg {
+    uint64_t size = 0;
+    uint64_t stream = 0;
+    bool expandable = false;
+    bool large = true;
+};
+
+struct Live {
+    uint64_t size = 0;
+    uint64_t requested = 0;
+    StackId stack = 0;
+    int64_t allocIndex = -1;
+    bool pending = false;     // freed by the program, not yet returned to the cache
+    bool recreated = false;   // rebuilt from a free entry while rewinding
+    bool estimated = false;
+};
+
+struct SegRec {
+    uint64_t address;
+    Seg seg;
+};
+struct LiveRec {
+    uint64_t address;
+    Live live;
+};
+
+struct Checkpoint {
+    int64_t at;  // state right after this entry
+    std::vector<SegRec> segments;
+    std::vector<LiveRec> blocks;
+};
+
+struct Working {
+    std::map<uint64_t, Seg> segments;
+    std::unordered_map<uint64_t, Live> blocks;
+};
+
+} // namespace
+
+struct StateHistory::Impl {
+    int device = 0;
+    const DeviceData* data = nullptr;
+    DeviceData empty;
+    std::vector<int64_t> pairedAlloc;  // for free entries: index of the alloc they free (-1: not recorded)
+    std::vector<Checkpoint> checkpoints;  // ascending by at
+    size_t interval = 0;
+
+    void undo(Working& w, int64_t i) const;
+    Checkpoint save(const Working& w, int64_t at) const;
+    Working load(const Checkpoint& c) const;
+    DeviceState materialize(const Working& w, int64_t at) const;
+};
+
+void StateHistory::Impl::undo(Working& w, int64_t i) const {
+    const TraceColumns& t = data->trace;
+    uint64_t addr = t.addr[i];
+    uint64_t size = t.size[i];
+    switch (t.action[i]) {
+    case Action::Alloc: w.blocks.erase(addr); break;
+    case Action::FreeRequested: {
+        auto it = w.blocks.find(addr);
+        if (it != w.blocks.end()) it->second.pending = false;
+        break;
+    }
+    case Action::FreeCompleted:
+    case Action::Free: {
+        Live b;
+        b.requested = size;
+        b.size = std::max<uint64_t>(kMinBlock, (size + kMinBlock - 1) / kMinBlock * kMinBlock);
+        b.estimated = true;
+        b.recreated = true;
+        b.pending = t.action[i] == Action::FreeCompleted;
+        b.allocIndex = pairedAlloc[i];
+        b.stack = b.allocIndex >= 0 ? t.stack[b.allocIndex] : t.stack[i];
+        if (b.allocIndex >= 0 && t.size[b.allocIndex] != size) b.requested = t.size[b.allocIndex];
+        w.blocks[addr] = b;
+        break;
+    }
+    case Action::SegmentAlloc: w.segments.erase(addr); break;
+    case Action::SegmentFree: {
+        Seg s;
+        s.size = size;
+        s.stream = t.stream[i];
+        s.large = size > (2u << 20);
+        w.segments[addr] = s;
+        break;
+    }
+    case Action::SegmentMap: {
+        // the range was mapped by this entry: take it out of the segment that holds it
+        auto it = w.segments.upper_bound(addr);
+        if (it == w.segments.begin()) break;
+        --it;
+        uint64_t sa = it->first;
+        Seg s = it->second;
+        if (addr >= sa + s.size) break;
+        uint64_t end = std::min(addr + size, sa + s.size);
+        w.segments.erase(it);
+        if (addr > sa) {
+            Seg left = s;
+            left.size = addr - sa;
+            w.segments[sa] = left;
+        }
+        if (end < sa + s.size) {
+            Seg right = s;
+            right.size = sa + s.size - end;
+            w.segments[end] = right;
+        }
+        break;
+    }
+    case Action::SegmentUnmap: {
+        // the range was unmapped by this entry: put it back, joined to its neighbours
+        Seg s;
+        s.size = size;
+        s.stream = t.stream[i];
+        s.expandable = true;
+        uint64_t start = addr;
+        auto next = w.segments.find(addr + size);
+        if (next != w.segments.end() && next->second.expandable && next->second.stream == s.stream) {
+            s.size += next->second.size;
+            w.segments.erase(next);
+        }
+        auto it = w.segments.lower_bound(addr);
+        if (it != w.segments.begin()) {
+            auto prev = std::prev(it);
+            if (prev->first + prev->second.size == addr && prev->second.expandable && prev->second.stream == s.stream) {
+                start = prev->first;
+                s.size += prev->second.size;
+                w.segments.erase(prev);
+            }
+        }
+        w.segments[start] = s;
+        break;
+    }
+    default: break;
+    }
+}
+
+Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
+    Checkpoint c;
+    c.at = at;
+    c.segments.reserve(w.segments.size());
+    for (const auto& [a, s] : w.segments) c.segments.push_back({a, s});
+    c.blocks.reserve(w.blocks.size());
+    for (const auto& [a, b] : w.blocks) c.blocks.push_back({a, b});
+    c.segments.shrink_to_fit();
+    c.blocks.shrink_to_fit();
+    return c;
+}
+
+Working StateHistory::Impl::load(const Checkpoint& c) const {
+    Working w;
+    for (const auto& r : c.segments) w.segments.emplace_hint(w.segments.end(), r.address, r.seg);
+    w.blocks.reserve(c.blocks.size() + interval);
+    for (const auto& r : c.blocks) w.blocks.emplace(r.address, r.live);
+    return w;
+}
+
+DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const {
+    DeviceState st;
+    st.device = device;
+    st.at = at;
+    std::vector<LiveRec> live;
+    live.reserve(w.blocks.size());
+    for (const auto& [a, b] : w.blocks) live.push_back({a, b});
+    std::sort(live.begin(), live.end(), [](const LiveRec& x, const LiveRec& y) { return x.address < y.address; });
+    size_t bi = 0;
+    st.segments.reserve(w.segments.size());
+    for (const auto& [sa, s] : w.segments) {
+        StateSegment seg;
+        seg.address = sa;
+        seg.totalSize = s.size;
+        seg.stream = s.stream;
+        seg.isExpandable = s.expandable;
+        seg.isLarge = s.large;
+        uint64_t end = sa + s.size;
+        uint64_t cursor = sa;
+        auto addFree = [&](uint64_t from, uint64_t to) {
+            if (to <= from) return;
+            StateBlock f;
+            f.address = from;
+            f.size = to - from;
+            f.kind = StateBlockKind::Free;
+            st.freeBytes += f.size;
+            st.largestFreeBlock = std::max(st.largestFreeBlock, f.size);
+            seg.blocks.push_back(f);
+        };
+        while (bi < live.size() && live[bi].address < sa) ++bi;  // blocks outside any segment are dropped
+        while (bi < live.size() && live[bi].address < end) {
+            const LiveRec& r = live[bi++];
+            if (r.address < cursor) continue;  // overlaps an earlier block: inconsistent trace
+            addFree(cursor, r.address);
+            uint64_t limit = end;
+            if (bi < live.size() && live[bi].address < limit) limit = live[bi].address;
+            StateBlock b;
+            b.address = r.address;
+            b.size = std::min(r.live.size, limit - r.address);
+            b.requestedSize = r.live.requested;
+            b.stack = r.live.stack;
+            b.allocIndex = r.live.allocIndex;
+            b.sizeEstimated = r.live.estimated;
+            if (r.live.pending)
+                b.kind = StateBlockKind::PendingFree;
+            else if (r.live.recreated && r.live.allocIndex < 0)
+                b.kind = StateBlockKind::BeforeRecording;
+            else
+                b.kind = StateBlockKind::Allocated;
+            st.allocatedBytes += b.size;
+            st.requestedBytes += b.requestedSize;
+            if (b.kind == StateBlockKind::PendingFree) st.pendingFreeBytes += b.size;
+            cursor = b.address + b.size;
+            seg.blocks.push_back(b);
+        }
+        addFree(cursor, end);
+        st.reservedBytes += s.size;
+        st.segments.push_back(std::move(seg));
+    }
+    return st;
+}
+
+StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval) : d_(std::make_unique<Impl>()) {
+    d_->device = device;
+    d_->data = snapshot.device(device);
+    if (!d_->data) {
+        d_->empty.device = device;
+        d_->data = &d_->empty;
+    }
+    const DeviceData& dd = *d_->data;
+    const TraceColumns& t = dd.trace;
+    auto n = static_cast<int64_t>(t.rows());
+
+    // pair each free with the alloc it frees, walking forwards
+    d_->pairedAlloc.assign(static_cast<size_t>(n), -1);
+    {
+        std::unordered_map<uint64_t, int64_t> open;
+        for (int64_t i = 0; i < n; ++i) {
+            switch (t.action[i]) {
+            case Action::Alloc: open[t.addr[i]] = i; break;
+            case Action::FreeRequested:
+            case Action::FreeCompleted:
+            case Action::Free: {
+                auto it = open.find(t.addr[i]);
+                if (it != open.end()) {
+                    d_->pairedAlloc[i] = it->second;
+                    if (t.action[i] != Action::FreeRequested) open.erase(it);
+                }
+                break;
+            }
+            default: break;
+            }
+        }
+    }
+
+    // the final state, from the snapshot itself
+    Working w;
+    for (const Segment& s : dd.segments) {
+        Seg g;
+        g.size = s.totalSize;
+        g.stream = s.stream;
+        g.expandable = s.isExpandable;
+        g.large = s.isLarge;
+        w.segments[s.address] = g;
+        for (uint32_t b = s.firstBlock; b < s.firstBlock + s.blockCount; ++b) {
+            const Block& blk = dd.blocks[b];
+            if (blk.state == BlockState::Inactive) continue;
+            Live l;
+            l.size = blk.size;
+            l.requested = blk.requestedSize;
+            l.stack = blk.stack;
+            l.pending = blk.state == BlockState::ActivePendingFree;
+            w.blocks[blk.address] = l;
+        }
+    }
+    // alloc index of the blocks alive at the end: the last alloc at that address
+    {
+        std::unordered_map<uint64_t, int64_t> last;
+        for (int64_t i = 0; i < n; ++i) {
+            if (t.action[i] == Action::Alloc)
+                last[t.addr[i]] = i;
+            else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
+                last.erase(t.addr[i]);
+        }
+        for (auto& [a, l] : w.blocks) {
+            auto it = last.find(a);
+            if (it != last.end()) {
+                l.allocIndex = it->second;
+                if (!l.stack) l.stack = t.stack[it->second];
+            }
+        }
+    }
+
+    // checkpoint spacing: about 64 MiB of checkpoints at most, 256..65536 entries apart
+    if (interval == 0) {
+        double avgBlocks = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
+        double budget = 64.0 * 1024 * 1024 / (sizeof(LiveRec));
+        double perCheckpoint = avgBlocks;
+        double count = std::max(1.0, budget / perCheckpoint);
+        interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, 65536.0));
+        size_t p = 256;
+        while (p < interval) p <<= 1;
+        interval = p;
+    }
+    d_->interval = interval;
+
+    // rewind once from the end, saving the state at every interval
+    std::vector<Checkpoint> cps;
+    cps.push_back(d_->save(w, n - 1));
+    for (int64_t i = n - 1; i >= 0; --i) {
+        d_->undo(w, i);
+        int64_t at = i - 1;  // state right after entry i-1
+        if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) cps.push_back(d_->save(w, at));
+    }
+    std::reverse(cps.begin(), cps.end());
+    d_->checkpoints = std::move(cps);
+}
+
+StateHistory::~StateHistory() = default;
+StateHistory::StateHistory(StateHistory&&) noexcept = default;
+StateHistory& StateHistory::operator=(StateHistory&&) noexcept = default;
+
+int StateHistory::device() const { return d_->device; }
+int64_t StateHistory::entries() const { return static_cast<int64_t>(d_->data->trace.rows()); }
+size_t StateHistory::checkpointCount() const { return d_->checkpoints.size(); }
+
+size_t StateHistory::memoryBytes() const {
+    size_t n = d_->pairedAlloc.capacity() * sizeof(int64_t);
+    for (const auto& c : d_->checkpoints)
+        n += c.segments.capacity() * sizeof(SegRec) + c.blocks.capacity() * sizeof(LiveRec) + sizeof(Checkpoint);
+    return n;
+}
+
+DeviceState StateHistory::stateAfter(int64_t at) const {
+    int64_t n = entries();
+    at = std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1);
+    // the first checkpoint at or after `at`, then undo back to it
+    auto it = std::lower_bound(d_->checkpoints.begin(), d_->checkpoints.end(), at,
+                               [](const Checkpoint& c, int64_t v) { return c.at < v; });
+    if (it == d_->checkpoints.end()) --it;
+    Working w = d_->load(*it);
+    for (int64_t i = it->at; i > at; --i) d_->undo(w, i);
+    return d_->materialize(w, at);
+}
+
+} // namespace memlens::model
