@@ -261,10 +261,21 @@ def check_invalid(cli, d, report):
             one_line_error(r, f, report, "not a snapshot", place=not_snapshot)
 
 
-def check_usage(cli, some_file, report):
+def check_usage(cli, some_file, traced_file, report):
     missing = os.path.join(tempfile.gettempdir(), "memlens-no-such-file.pickle")
     r = run([cli, "stats", missing, "--json"])
     one_line_error(r, missing, report, "missing file")
+    if traced_file:
+        # An index outside the trace is an error (exit 1 or 2) with one line, whatever the kind.
+        data = oracle.load(traced_file)
+        d = next(d for d in oracle.devices_of(data) if oracle.trace_of(data, d))
+        n = len(oracle.trace_of(data, d))
+        for at in (n, -2, 1 << 40):
+            r = run([cli, "state", traced_file, "--device", str(d), "--at", str(at), "--json"])
+            if r.rc == 0:
+                report.fail(f"{r.cmd()}: index {at} is outside the trace of {n} entries, yet exit 0")
+            else:
+                one_line_error(r, traced_file, report, f"--at {at} outside a trace of {n} entries", expect_rc=(1, 2))
     for args in ([], ["frobnicate"], ["stats"], ["timeline", some_file, "--csv"],
                  ["timeline", some_file, "--device", "zero", "--csv"],
                  ["state", some_file, "--device", "0", "--json"],
@@ -314,7 +325,8 @@ def main():
                     report.fail(f"{os.path.basename(futs[fut])}: test error {type(e).__name__}: {e}")
         if not a.only:
             check_invalid(a.cli, os.path.join(a.snapshots, "invalid"), report)
-            check_usage(a.cli, files[-1], report)
+            traced = [f for f in files if any(len(t) for t in oracle.traces_of(oracle.load(f)))]
+            check_usage(a.cli, files[-1], min(traced, key=os.path.getsize) if traced else None, report)
     print(f"({time.time() - t0:.1f} s)")
     return report.finish("cli.snapshots")
 
