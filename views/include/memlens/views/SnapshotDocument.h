@@ -1,0 +1,67 @@
+#pragma once
+// One opened snapshot as the views see it: which device is shown, which trace entry is current,
+// which range is selected. Every view reads from here and follows its signals.
+#include "memlens/views/LoadedSnapshot.h"
+
+#include <QObject>
+#include <QString>
+#include <QVector>
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace memlens::views {
+
+class SnapshotDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent = nullptr);
+
+    const LoadedSnapshot& loaded() const { return *m_loaded; }
+    const model::Snapshot& snapshot() const { return *m_loaded->snapshot; }
+    QString path() const;
+    QString fileName() const;
+
+    // Devices that own a segment or have trace entries, ascending.
+    QVector<int> devices() const;
+    int device() const { return m_device; }
+    const model::DeviceData& deviceData() const;
+    const model::DeviceTimeline& timeline() const;
+    const model::StateHistory& history() const;
+    int64_t entryCount() const;
+
+    // The current trace entry: every view shows the state right after it (-1: before the first).
+    int64_t currentEvent() const { return m_current; }
+    // The allocator state right after the current entry (cached).
+    const model::DeviceState& currentState() const;
+
+    // The selected range of entries [first, last], if any. Selections stack up; back() returns
+    // to the previous one.
+    std::optional<std::pair<int64_t, int64_t>> selection() const;
+    bool canGoBack() const { return !m_selections.empty(); }
+
+public slots:
+    void setDevice(int device);
+    void setCurrentEvent(int64_t index);
+    void setSelection(int64_t first, int64_t last);
+    void back();
+    void resetSelection();
+
+signals:
+    void deviceChanged(int device);
+    void currentEventChanged(int64_t index);
+    void selectionChanged();
+
+private:
+    std::shared_ptr<const LoadedSnapshot> m_loaded;
+    int m_device = 0;
+    int64_t m_current = -1;
+    QVector<std::pair<int64_t, int64_t>> m_selections;
+    mutable std::optional<model::DeviceState> m_state;
+    model::DeviceData m_emptyDevice;
+    model::DeviceTimeline m_emptyTimeline;
+    mutable std::unique_ptr<model::StateHistory> m_emptyHistory;
+};
+
+} // namespace memlens::views
