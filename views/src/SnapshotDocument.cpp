@@ -103,4 +103,10 @@ void SnapshotDocument::resetSelection() {
     emit selectionChanged();
 }
 
+void SnapshotDocument::selectAllocation(model::StackId stack, const QString& description) {
+    m_selectedStack = stack;
+    m_selectedDescription = description;
+    emit allocationSelected(stack, description);
+}
+
 } // namespace memlens::views

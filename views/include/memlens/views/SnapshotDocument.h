@@ -41,23 +41,32 @@ public:
     std::optional<std::pair<int64_t, int64_t>> selection() const;
     bool canGoBack() const { return !m_selections.empty(); }
 
+    // The allocation the user picked last (in the timeline, block map, events or sites): its stack
+    // and a one-line description. The stack view shows it.
+    model::StackId selectedStack() const { return m_selectedStack; }
+    QString selectedDescription() const { return m_selectedDescription; }
+
 public slots:
     void setDevice(int device);
     void setCurrentEvent(int64_t index);
     void setSelection(int64_t first, int64_t last);
     void back();
     void resetSelection();
+    void selectAllocation(model::StackId stack, const QString& description);
 
 signals:
     void deviceChanged(int device);
     void currentEventChanged(int64_t index);
     void selectionChanged();
+    void allocationSelected(model::StackId stack, const QString& description);
 
 private:
     std::shared_ptr<const LoadedSnapshot> m_loaded;
     int m_device = 0;
     int64_t m_current = -1;
     QVector<std::pair<int64_t, int64_t>> m_selections;
+    model::StackId m_selectedStack = 0;
+    QString m_selectedDescription;
     mutable std::optional<model::DeviceState> m_state;
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;
