@@ -1,20 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages memlens needs to build, run and test.
-# Idempotent: does nothing (and needs no network) when everything is there.
-#   packaging/install-deps.sh            build + app + tests
-#   packaging/install-deps.sh --minimal  build + command line only (no window, no capture)
+# Installs the Debian 12 packages memlens needs to build, run and test, from a minimal
+# Debian 12 on (compilers and cmake included).
+# Idempotent: does nothing, and needs no network, when everything is there; runs
+# apt-get update only when something must be installed; uses sudo only when not root.
+#   packaging/install-deps.sh            build + app + tests + fuzzing + capture
+#   packaging/install-deps.sh --minimal  build + command line + tests of model/ and cli/
+#                                        (configure with -DMEMLENS_BUILD_GUI=OFF)
+#   packaging/install-deps.sh --list     print the packages it would check, and exit
 set -euo pipefail
 
+mode=${1:-full}
+case $mode in
+  full | --minimal | --list) ;;
+  *) echo "usage: $0 [--minimal | --list]" >&2; exit 2 ;;
+esac
+
+# Build tools and the model/command-line dependencies.
 packages=(
   build-essential cmake ninja-build pkg-config git
   python3
-  qt6-base-dev libqcustomplot-dev libgraphviz-dev libsqlite3-dev
-  xvfb xauth
-  libgtest-dev nlohmann-json3-dev
+  nlohmann-json3-dev libgtest-dev
   clang libclang-rt-14-dev
 )
-if [[ "${1:-}" != "--minimal" ]]; then
-  packages+=(python3-torch libtorch-dev)
+if [[ $mode != --minimal ]]; then
+  packages+=(
+    # the memlens window (views/, app/)
+    qt6-base-dev libqcustomplot-dev libgraphviz-dev libsqlite3-dev
+    # widget tests and screenshots without a display
+    xvfb xauth fonts-dejavu-core
+    # capture/: Python agent and LibTorch capture; Debian's python3 has torch
+    python3-torch libtorch-dev
+  )
+fi
+
+if [[ $mode == --list ]]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
 fi
 
 missing=()
@@ -31,8 +52,13 @@ fi
 echo "memlens: installing ${missing[*]}" >&2
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo >/dev/null; then
+    echo "memlens: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
   sudo=(sudo)
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# sudo resets the environment, so pass DEBIAN_FRONTEND through env.
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
