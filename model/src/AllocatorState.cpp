@@ -71,6 +71,8 @@ struct StateHistory::Impl {
     Checkpoint save(const Working& w, int64_t at) const;
     Working load(const Checkpoint& c) const;
     DeviceState materialize(const Working& w, int64_t at) const;
+    DeviceState finalState(int64_t at) const;
+    std::unordered_map<uint64_t, int64_t> finalAllocIndex;  // alloc entry of blocks alive at the end
 };
 
 void StateHistory::Impl::undo(Working& w, int64_t i) const {
@@ -172,7 +174,7 @@ Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
 Working StateHistory::Impl::load(const Checkpoint& c) const {
     Working w;
     for (const auto& r : c.segments) w.segments.emplace_hint(w.segments.end(), r.address, r.seg);
-    w.blocks.reserve(c.blocks.size() + interval);
+    w.blocks.reserve(c.blocks.size() + std::min<size_t>(interval, 4096));
     for (const auto& r : c.blocks) w.blocks.emplace(r.address, r.live);
     return w;
 }
@@ -301,6 +303,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
             else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
                 last.erase(t.addr[i]);
         }
+        d_->finalAllocIndex = last;
         for (auto& [a, l] : w.blocks) {
             auto it = last.find(a);
             if (it != last.end()) {
@@ -350,9 +353,53 @@ size_t StateHistory::memoryBytes() const {
     return n;
 }
 
+DeviceState StateHistory::Impl::finalState(int64_t at) const {
+    // the snapshot itself: its blocks exactly as the file has them
+    DeviceState st;
+    st.device = device;
+    st.at = at;
+    for (const Segment& s : data->segments) {
+        StateSegment seg;
+        seg.address = s.address;
+        seg.totalSize = s.totalSize;
+        seg.stream = s.stream;
+        seg.isExpandable = s.isExpandable;
+        seg.isLarge = s.isLarge;
+        for (uint32_t i = s.firstBlock; i < s.firstBlock + s.blockCount; ++i) {
+            const Block& blk = data->blocks[i];
+            StateBlock b;
+            b.address = blk.address;
+            b.size = blk.size;
+            b.requestedSize = blk.requestedSize;
+            b.stack = blk.stack;
+            if (blk.state == BlockState::Inactive) {
+                b.kind = StateBlockKind::Free;
+                st.freeBytes += b.size;
+                st.largestFreeBlock = std::max(st.largestFreeBlock, b.size);
+            } else {
+                b.kind = blk.state == BlockState::ActivePendingFree ? StateBlockKind::PendingFree
+                                                                     : StateBlockKind::Allocated;
+                auto it = finalAllocIndex.find(blk.address);
+                if (it != finalAllocIndex.end()) {
+                    b.allocIndex = it->second;
+                    if (!b.stack) b.stack = data->trace.stack[it->second];
+                }
+                st.allocatedBytes += b.size;
+                st.requestedBytes += b.requestedSize;
+                if (b.kind == StateBlockKind::PendingFree) st.pendingFreeBytes += b.size;
+            }
+            seg.blocks.push_back(b);
+        }
+        st.reservedBytes += s.totalSize;
+        st.segments.push_back(std::move(seg));
+    }
+    return st;
+}
+
 DeviceState StateHistory::stateAfter(int64_t at) const {
     int64_t n = entries();
     at = std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1);
+    if (at == n - 1) return d_->finalState(at);
     // the first checkpoint at or after `at`, then undo back to it
     auto it = std::lower_bound(d_->checkpoints.begin(), d_->checkpoints.end(), at,
                                [](const Checkpoint& c, int64_t v) { return c.at < v; });

@@ -229,7 +229,10 @@ private:
             if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
             StringId key = kv.ref;
             auto wantInt = [&](uint64_t& out) {
-                if (v.tag == Tag::Int || v.tag == Tag::UInt)
+                if (v.tag == Tag::Int && v.asInt() < 0 && key != k_.time_us) {
+                    bad = "a non-negative int";
+                    badKey = key;
+                } else if (v.tag == Tag::Int || v.tag == Tag::UInt)
                     out = v.bits;
                 else if (v.tag != Tag::None) {
                     bad = "an int";
@@ -318,6 +321,8 @@ private:
             return dflt;
         }
         if (!v->isInt()) fail(keyPath(path, key), std::string("expected an int, found a ") + tagName(v->tag));
+        if (v->tag == Tag::Int && v->asInt() < 0)
+            fail(keyPath(path, key), "expected a non-negative int, found " + std::to_string(v->asInt()));
         return v->bits;
     }
     StackId stackOf(const Value* v, const std::string& path) {

@@ -1,0 +1,169 @@
+// Allocator state at any entry: synthetic traces with states worked out by hand, expandable
+// segments, traces that start mid-stream, and checkpoints against plain rewinding on real files.
+#include "Synthetic.h"
+
+#include "memlens/model/AllocatorState.h"
+#include "memlens/model/Timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+using namespace memlens::model;
+using namespace synth;
+
+namespace {
+
+constexpr uint64_t S = 0x100000;     // segment start
+constexpr uint64_t MiB2 = 2u << 20;  // segment size
+
+// "kind@offset+size" for each block, offsets from the segment start
+std::vector<std::string> layout(const DeviceState& st, size_t seg = 0) {
+    std::vector<std::string> out;
+    if (seg >= st.segments.size()) return out;
+    const auto& s = st.segments[seg];
+    for (const auto& b : s.blocks)
+        out.push_back(std::string(stateBlockKindName(b.kind)) + "@" + std::to_string(b.address - s.address) + "+" +
+                      std::to_string(b.size));
+    return out;
+}
+
+Snapshot smallTrace() {
+    P fa = list({frame("a", "t.py", 1)});
+    P fb = list({frame("b", "t.py", 2)});
+    // final: A freed, B (5000 -> 5120) and C (512) alive
+    P seg = segment(0, S,
+                    {{S, 1024, 1000, "inactive", nullptr},
+                     {S + 1024, 5120, 5000, "active_allocated", fb},
+                     {S + 6144, 512, 512, "active_allocated", nullptr},
+                     {S + 6656, MiB2 - 6656, 0, "inactive", nullptr}});
+    return read(snapshot({seg}, {{entry("segment_alloc", S, MiB2),   // 0
+                                  entry("alloc", S, 1000, fa),         // 1
+                                  entry("alloc", S + 1024, 5000, fb),  // 2
+                                  entry("free_requested", S, 1000, fa),  // 3
+                                  entry("free_completed", S, 1000, fa),  // 4
+                                  entry("alloc", S + 6144, 512)}}));   // 5
+}
+
+} // namespace
+
+TEST(AllocatorState, EveryEntryOfASmallTrace) {
+    Snapshot snap = smallTrace();
+    for (size_t interval : {size_t(1), size_t(2), size_t(1000)}) {
+        SCOPED_TRACE(interval);
+        StateHistory h(snap, 0, interval);
+        ASSERT_EQ(h.entries(), 6);
+        EXPECT_TRUE(h.stateAfter(-1).segments.empty());
+        EXPECT_EQ(h.stateAfter(-1).reservedBytes, 0u);
+        EXPECT_EQ(layout(h.stateAfter(0)), (std::vector<std::string>{"inactive@0+2097152"}));
+        EXPECT_EQ(layout(h.stateAfter(1)),
+                  (std::vector<std::string>{"active_allocated@0+1024", "inactive@1024+2096128"}));
+        EXPECT_EQ(h.stateAfter(1).requestedBytes, 1000u);
+        EXPECT_EQ(layout(h.stateAfter(2)), (std::vector<std::string>{"active_allocated@0+1024", "active_allocated@1024+5120",
+                                                                     "inactive@6144+2091008"}));
+        EXPECT_EQ(layout(h.stateAfter(3)), (std::vector<std::string>{"active_pending_free@0+1024",
+                                                                     "active_allocated@1024+5120", "inactive@6144+2091008"}));
+        EXPECT_EQ(h.stateAfter(3).pendingFreeBytes, 1024u);
+        EXPECT_EQ(layout(h.stateAfter(4)),
+                  (std::vector<std::string>{"inactive@0+1024", "active_allocated@1024+5120", "inactive@6144+2091008"}));
+        DeviceState last = h.stateAfter(5);
+        EXPECT_EQ(layout(last), (std::vector<std::string>{"inactive@0+1024", "active_allocated@1024+5120",
+                                                          "active_allocated@6144+512", "inactive@6656+2090496"}));
+        EXPECT_EQ(last.allocatedBytes, 5632u);
+        EXPECT_EQ(last.requestedBytes, 5512u);
+        EXPECT_EQ(last.freeBytes, MiB2 - 5632);
+        EXPECT_EQ(last.largestFreeBlock, 2090496u);
+        EXPECT_NEAR(last.fragmentation(), 1.0 - 2090496.0 / (MiB2 - 5632.0), 1e-12);
+        // who allocated what
+        const auto& b = h.stateAfter(2).segments[0].blocks[0];
+        EXPECT_EQ(b.allocIndex, 1);
+        EXPECT_EQ(snap.str(snap.frames[snap.stackBegin(b.stack)[0]].name), "a");
+        EXPECT_EQ(h.stateAfter(5).segments[0].blocks[1].allocIndex, 2);
+    }
+}
+
+TEST(AllocatorState, FreesOfBlocksNeverSeenAllocatedWereAllocatedBeforeRecording) {
+    P seg = segment(0, S, {{S, MiB2, 0, "inactive", nullptr}});
+    Snapshot snap = read(snapshot({seg}, {{entry("free_requested", S + 4096, 3000), entry("free_completed", S + 4096, 3000)}}));
+    StateHistory h(snap, 0);
+    auto before = h.stateAfter(-1);
+    EXPECT_EQ(layout(before), (std::vector<std::string>{"inactive@0+4096", "allocated_before_recording@4096+3072",
+                                                        "inactive@7168+2089984"}));
+    EXPECT_TRUE(before.segments[0].blocks[1].sizeEstimated);
+    EXPECT_EQ(before.segments[0].blocks[1].allocIndex, -1);
+    EXPECT_EQ(layout(h.stateAfter(0))[1], "active_pending_free@4096+3072");
+    EXPECT_EQ(layout(h.stateAfter(1)), (std::vector<std::string>{"inactive@0+2097152"}));
+}
+
+TEST(AllocatorState, ExpandableSegmentsMapAndUnmap) {
+    constexpr uint64_t E = 0x10000000;
+    // final: pages [E, E+2M) and [E+4M, E+6M) mapped; [E+2M, E+4M) was unmapped at the end
+    P s1 = segment(0, E, {{E, MiB2, 0, "inactive", nullptr}}, true);
+    P s2 = segment(0, E + 2 * MiB2, {{E + 2 * MiB2, MiB2, 0, "inactive", nullptr}}, true);
+    Snapshot snap = read(snapshot({s1, s2}, {{entry("segment_map", E, MiB2), entry("segment_map", E + MiB2, MiB2),
+                                              entry("segment_map", E + 2 * MiB2, MiB2),
+                                              entry("segment_unmap", E + MiB2, MiB2)}}));
+    StateHistory h(snap, 0, 1);
+    auto sizes = [](const DeviceState& st) {
+        std::vector<std::pair<uint64_t, uint64_t>> v;
+        for (const auto& s : st.segments) v.push_back({s.address - E, s.totalSize});
+        return v;
+    };
+    using V = std::vector<std::pair<uint64_t, uint64_t>>;
+    EXPECT_EQ(sizes(h.stateAfter(3)), (V{{0, MiB2}, {2 * MiB2, MiB2}}));
+    EXPECT_EQ(sizes(h.stateAfter(2)), (V{{0, 3 * MiB2}}));
+    EXPECT_EQ(sizes(h.stateAfter(1)), (V{{0, 2 * MiB2}}));
+    EXPECT_EQ(sizes(h.stateAfter(0)), (V{{0, MiB2}}));
+    EXPECT_EQ(sizes(h.stateAfter(-1)), V{});
+    // the timeline's reserved bytes agree at every entry
+    auto tl = computeTimeline(*snap.device(0));
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(static_cast<int64_t>(h.stateAfter(i).reservedBytes), tl.reservedBytes[i]);
+}
+
+namespace {
+std::vector<std::filesystem::path> realSnapshots() {
+    std::vector<std::filesystem::path> out;
+    std::filesystem::path dir(MEMLENS_SNAPSHOTS_DIR);
+    if (!std::filesystem::is_directory(dir)) return out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().extension() == ".pickle" || e.path().extension() == ".pkl") out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<std::string> fullLayout(const DeviceState& st) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < st.segments.size(); ++i) {
+        auto l = layout(st, i);
+        out.push_back("segment " + std::to_string(st.segments[i].address));
+        out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+}
+} // namespace
+
+TEST(AllocatorState, CheckpointsGiveTheSameStatesAsPlainRewinding) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    std::mt19937_64 rng(42);
+    for (const auto& f : files) {
+        Snapshot snap = readSnapshotFile(f.string());
+        for (const auto& d : snap.devices) {
+            if (d.trace.rows() < 2) continue;
+            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
+            StateHistory dense(snap, d.device, 256);
+            StateHistory plain(snap, d.device, size_t(1) << 30);  // only the two ends
+            auto tl = computeTimeline(d);
+            std::uniform_int_distribution<int64_t> pick(-1, dense.entries() - 1);
+            for (int k = 0; k < 25; ++k) {
+                int64_t i = pick(rng);
+                DeviceState a = dense.stateAfter(i);
+                DeviceState b = plain.stateAfter(i);
+                ASSERT_EQ(fullLayout(a), fullLayout(b)) << "at " << i;
+                int64_t reservedTimeline = i < 0 ? tl.reservedBefore : tl.reservedBytes[i];
+                EXPECT_EQ(static_cast<int64_t>(a.reservedBytes), reservedTimeline) << "at " << i;
+            }
+        }
+    }
+}

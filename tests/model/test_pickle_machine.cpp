@@ -1,0 +1,209 @@
+// The pickle machine on hand-written opcodes: every data opcode, every refused opcode, limits.
+#include "PickleWriter.h"
+
+#include "memlens/model/ByteReader.h"
+#include "memlens/model/ParseError.h"
+#include "memlens/model/PickleMachine.h"
+
+#include <gtest/gtest.h>
+
+#include <span>
+#include <string>
+
+using namespace memlens::model;
+
+namespace {
+
+struct Loaded {
+    PickleDocument doc;
+    Value root;
+};
+
+std::unique_ptr<Loaded> load(const std::string& bytes, PickleLimits limits = {}) {
+    auto out = std::make_unique<Loaded>();
+    ByteReader in(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    PickleMachine m(in, out->doc, nullptr, limits);
+    out->root = m.run();
+    return out;
+}
+
+ParseError refusal(const std::string& bytes, PickleLimits limits = {}) {
+    try {
+        load(bytes, limits);
+    } catch (const ParseError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "accepted";
+    return ParseError(0, "accepted");
+}
+
+std::vector<Value> items(const Loaded& l, const Value& v) {
+    std::vector<Value> out;
+    l.doc.forEach(v.ref, [&](const Value& x) { out.push_back(x); });
+    return out;
+}
+
+std::string s(const Loaded& l, const Value& v) { return std::string(l.doc.strings.view(v.ref)); }
+
+} // namespace
+
+TEST(PickleMachine, IntegersOfEveryWidth) {
+    // PROTO 2; a list of: BININT1 255, BININT2 0xBEEF, BININT -2, LONG1 5 bytes, LONG1 9 bytes 2^64-1,
+    // LONG1 1 byte -1, LONG1 0 bytes, LONG4 2 bytes 0x0102; APPENDS
+    std::string b = std::string("\x80\x02]q\x00(", 6) + "K\xff" + "M\xef\xbe" + std::string("J\xfe\xff\xff\xff", 5) +
+                    std::string("\x8a\x05\x00\x00\x00\x00\x80", 7) +
+                    std::string("\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00", 11) + std::string("\x8a\x01\xff", 3) +
+                    std::string("\x8a\x00", 2) + std::string("\x8b\x02\x00\x00\x00\x02\x01", 7) + "e.";
+    auto l = load(b);
+    auto v = items(*l, l->root);
+    ASSERT_EQ(v.size(), 8u);
+    EXPECT_EQ(v[0].asInt(), 255);
+    EXPECT_EQ(v[1].asInt(), 0xBEEF);
+    EXPECT_EQ(v[2].asInt(), -2);
+    EXPECT_EQ(v[3].asInt(), -(int64_t(1) << 39));  // two's complement: the top bit of the last byte is the sign
+    EXPECT_EQ(v[4].tag, Tag::UInt);
+    EXPECT_EQ(v[4].asUInt(), ~uint64_t(0));
+    EXPECT_EQ(v[5].asInt(), -1);
+    EXPECT_EQ(v[6].asInt(), 0);
+    EXPECT_EQ(v[7].asInt(), 0x0102);
+}
+
+TEST(PickleMachine, IntegersWiderThan64BitsAreRefused) {
+    std::string b = std::string("\x80\x02\x8a\x0a", 4) + std::string(10, '\x7f') + ".";
+    auto e = refusal(b);
+    EXPECT_EQ(e.offset(), 2u);
+    EXPECT_NE(std::string(e.what()).find("wider than 64 bits"), std::string::npos);
+    // 2^64 exactly: 9 bytes 00..00 01
+    std::string c = std::string("\x80\x02\x8a\x09", 4) + std::string(8, '\0') + "\x01.";
+    EXPECT_NE(std::string(refusal(c).what()).find("wider than 64 bits"), std::string::npos);
+}
+
+TEST(PickleMachine, FloatsAreBigEndian) {
+    // BINFLOAT 1.5 = 0x3FF8000000000000
+    std::string b = std::string("\x80\x04G\x3f\xf8\x00\x00\x00\x00\x00\x00.", 12);
+    auto l = load(b);
+    EXPECT_EQ(l->root.tag, Tag::Float);
+    EXPECT_DOUBLE_EQ(l->root.asFloat(), 1.5);
+}
+
+TEST(PickleMachine, StringsBytesAndMemo) {
+    // SHORT_BINUNICODE 'abc' MEMOIZE, BINUNICODE 'é' (UTF-8), BINGET 0, SHORT_BINBYTES, TUPLE3 -> tuple; then a list
+    std::string b = std::string("\x80\x04]\x94(\x8c\x03" "abc\x94X\x02\x00\x00\x00\xc3\xa9h\x01", 20) +
+                    std::string("C\x02\x00\x01", 4) + "e.";
+    auto l = load(b);
+    auto v = items(*l, l->root);
+    ASSERT_EQ(v.size(), 4u);
+    EXPECT_EQ(s(*l, v[0]), "abc");
+    EXPECT_EQ(s(*l, v[1]), "\xc3\xa9");
+    EXPECT_EQ(v[2].tag, Tag::Str);
+    EXPECT_EQ(v[2].ref, v[0].ref);  // the same interned string
+    EXPECT_EQ(v[3].tag, Tag::Bytes);
+    EXPECT_EQ(s(*l, v[3]), std::string("\x00\x01", 2));
+}
+
+TEST(PickleMachine, Protocol0TextOpcodes) {
+    // a protocol 0 list with APPEND per item; GET 1 fetches the memoised UNICODE string again
+    std::string b = "(lp0\nI12\naL-5L\naF0.25\naVx\\u00e9y\np1\naS'q\\n'\naI01\naNag1\na.";
+    auto l = load(b);
+    auto v = items(*l, l->root);
+    ASSERT_EQ(v.size(), 8u);
+    EXPECT_EQ(v[0].asInt(), 12);
+    EXPECT_EQ(v[1].asInt(), -5);
+    EXPECT_DOUBLE_EQ(v[2].asFloat(), 0.25);
+    EXPECT_EQ(s(*l, v[3]), "x\xc3\xa9y");
+    EXPECT_EQ(s(*l, v[4]), "q\n");
+    EXPECT_EQ(v[5].tag, Tag::Bool);
+    EXPECT_EQ(v[5].bits, 1u);
+    EXPECT_EQ(v[6].tag, Tag::None);
+    EXPECT_EQ(v[7].tag, Tag::Str);
+    EXPECT_EQ(v[7].ref, v[3].ref);
+}
+
+TEST(PickleMachine, DictsTuplesSets) {
+    testpickle::P d = testpickle::dict({{"a", testpickle::num(1)},
+                                        {"t", testpickle::tuple({testpickle::num(0), testpickle::num(7)})},
+                                        {"x", testpickle::none()}});
+    for (int proto : {0, 1, 2, 3, 4, 5}) {
+        auto l = load(testpickle::dumps(d, proto));
+        ASSERT_EQ(l->root.tag, Tag::Dict) << proto;
+        auto a = l->doc.strings.find("a");
+        auto t = l->doc.strings.find("t");
+        const Value* va = l->doc.get(l->root.ref, a);
+        const Value* vt = l->doc.get(l->root.ref, t);
+        ASSERT_TRUE(va && vt) << proto;
+        EXPECT_EQ(va->asInt(), 1);
+        ASSERT_EQ(vt->tag, Tag::Tuple);
+        auto tv = items(*l, *vt);
+        ASSERT_EQ(tv.size(), 2u);
+        EXPECT_EQ(tv[1].asInt(), 7);
+    }
+    // EMPTY_SET ADDITEMS and FROZENSET
+    std::string b = std::string("\x80\x04\x8f(K\x01K\x02\x90.", 10);
+    auto l = load(b);
+    EXPECT_EQ(l->root.tag, Tag::Set);
+    EXPECT_EQ(items(*l, l->root).size(), 2u);
+}
+
+TEST(PickleMachine, OpcodesThatImportOrCallAreRefusedWithTheirOffset) {
+    struct Case {
+        const char* name;
+        std::string bytes;
+        uint64_t offset;
+    };
+    std::vector<Case> cases = {
+        {"GLOBAL", "cposix\nsystem\n.", 0},
+        {"STACK_GLOBAL", std::string("\x80\x04\x8c\x05posix\x8c\x06system\x93.", 19), 17},
+        {"REDUCE", std::string("\x80\x02)R.", 5), 3},
+        {"BUILD", std::string("\x80\x02}}b.", 6), 4},
+        {"INST", "(iposix\nsystem\n.", 1},
+        {"OBJ", "(o.", 1},
+        {"NEWOBJ", std::string("\x80\x02))\x81.", 6), 4},
+        {"NEWOBJ_EX", std::string("\x80\x04)))\x92.", 7), 5},
+        {"EXT1", std::string("\x80\x02\x82\x01.", 5), 2},
+        {"EXT2", std::string("\x80\x02\x83\x01\x00.", 6), 2},
+        {"EXT4", std::string("\x80\x02\x84\x01\x00\x00\x00.", 8), 2},
+        {"PERSID", "Pfoo\n.", 0},
+        {"BINPERSID", std::string("\x80\x02K\x01Q.", 6), 4},
+        {"NEXT_BUFFER", std::string("\x80\x05\x97.", 4), 2},
+        {"READONLY_BUFFER", std::string("\x80\x05K\x01\x98.", 6), 4},
+    };
+    for (const auto& c : cases) {
+        auto e = refusal(c.bytes);
+        std::string what = e.what();
+        EXPECT_NE(what.find(std::string("opcode ") + c.name + " "), std::string::npos) << c.name << ": " << what;
+        EXPECT_NE(what.find("never executes"), std::string::npos) << c.name;
+        EXPECT_EQ(e.offset(), c.offset) << c.name;
+    }
+}
+
+TEST(PickleMachine, BrokenFilesGiveOneLineErrors) {
+    EXPECT_NE(std::string(refusal(std::string("\x80\x04]\x94(K\x01", 7)).what()).find("truncated"), std::string::npos);
+    EXPECT_NE(std::string(refusal("\x80\x04\xff.").what()).find("unknown pickle opcode 0xff"), std::string::npos);
+    EXPECT_NE(std::string(refusal(std::string("\x80\x04h\x05.", 5)).what()).find("memo entry 5"), std::string::npos);
+    EXPECT_NE(std::string(refusal(std::string("\x80\x04X\xff\xff\xff\x7f" "abc.", 11)).what()).find("longer than the rest"),
+              std::string::npos);
+    EXPECT_NE(std::string(refusal(std::string("\x80\x04" "e.", 4)).what()).find("MARK"), std::string::npos);
+    EXPECT_NE(std::string(refusal(std::string("\x80\x04" "a.", 4)).what()).find("underflow"), std::string::npos);
+    EXPECT_NE(std::string(refusal(std::string("\x80\x06K\x01.", 5)).what()).find("protocol 6"), std::string::npos);
+}
+
+TEST(PickleMachine, LimitsStopHostileShapes) {
+    PickleLimits small;
+    small.maxDepth = 50;
+    small.maxMarks = 100;
+    small.maxStack = 1000;
+    // 60 nested lists: ]]]...aaa
+    std::string deep = "\x80\x04" + std::string(60, ']') + std::string(59, 'a') + ".";
+    EXPECT_NE(std::string(refusal(deep, small).what()).find("nested deeper than 50"), std::string::npos);
+    std::string marks = "\x80\x04" + std::string(200, '(') + ".";
+    EXPECT_NE(std::string(refusal(marks, small).what()).find("open MARKs"), std::string::npos);
+    std::string wide = "\x80\x04" + std::string(2000, 'N') + ".";
+    EXPECT_NE(std::string(refusal(wide, small).what()).find("values on the pickle stack"), std::string::npos);
+    // a list put into itself
+    std::string cyc = std::string("\x80\x04]\x94h\x00" "a.", 7);
+    EXPECT_NE(std::string(refusal(cyc).what()).find("itself"), std::string::npos);
+    // a memo index far away goes to the sparse memo, and can be read back
+    std::string sparse = std::string("\x80\x04K\x07r\x00\x28\x6b\xee" "0j\x00\x28\x6b\xee.", 16);
+    auto l = load(sparse);
+    EXPECT_EQ(l->root.asInt(), 7);
+}

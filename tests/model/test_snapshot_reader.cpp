@@ -1,0 +1,228 @@
+// The snapshot reader on synthetic files of every layout, and on the real snapshots.
+#include "Synthetic.h"
+
+#include "memlens/model/ParseError.h"
+#include "memlens/model/SnapshotStats.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace memlens::model;
+using namespace synth;
+
+namespace {
+
+std::string errorOf(const std::string& bytes) {
+    try {
+        read(bytes);
+    } catch (const ParseError& e) {
+        return e.describe("f.pickle");
+    }
+    return "accepted";
+}
+
+std::string frameText(const Snapshot& s, FrameId f) {
+    return std::string(s.str(s.frames[f].name)) + "@" + std::string(s.str(s.frames[f].filename)) + ":" +
+           std::to_string(s.frames[f].line);
+}
+
+std::vector<std::string> stackText(const Snapshot& s, StackId id) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < s.stackSize(id); ++i) out.push_back(frameText(s, s.stackBegin(id)[i]));
+    return out;
+}
+
+P exampleSnapshot(P shared) {
+    P fa = frame("forward", "model.py", 10);
+    P fb = frame("train", "train.py", 99);
+    P stackA = list({fa, fb});
+    P stackA2 = list({fa, fb});  // same frames, another list object: must intern to the same stack
+    return snapshot({segment(0, 0x7f0000000000,
+                             {{0x7f0000000000, 1024, 1000, "active_allocated", stackA},
+                              {0x7f0000000400, 2096128, 0, "inactive", nullptr}})},
+                    {{entry("segment_alloc", 0x7f0000000000, 2097152, nullptr, 1700000000000000),
+                      entry("alloc", 0x7f0000000000, 1000, stackA2, 1700000000000010),
+                      entry("alloc", 0x7f0000000400, 4000, shared, 1700000000000020),
+                      entry("free_requested", 0x7f0000000400, 4000, shared, 1700000000000030),
+                      entry("free_completed", 0x7f0000000400, 4000, shared, 1700000000000040)}});
+}
+
+} // namespace
+
+TEST(SnapshotReader, DictLayoutInEveryProtocol) {
+    P shared = list({frame("step", "adamw.py", 5)});
+    P snap = exampleSnapshot(shared);
+    for (int proto : {0, 1, 2, 3, 4, 5}) {
+        SCOPED_TRACE(proto);
+        Snapshot s = read(snap, proto);
+        EXPECT_EQ(s.layout, Layout::Dict);
+        ASSERT_EQ(s.devices.size(), 1u);
+        const DeviceData& d = s.devices[0];
+        ASSERT_EQ(d.segments.size(), 1u);
+        EXPECT_EQ(d.segments[0].address, 0x7f0000000000u);
+        EXPECT_EQ(d.segments[0].totalSize, 2097152u);
+        ASSERT_EQ(d.blocks.size(), 2u);
+        EXPECT_EQ(d.blocks[0].state, BlockState::ActiveAllocated);
+        EXPECT_EQ(d.blocks[1].address, 0x7f0000000400u);
+        EXPECT_EQ(d.blocks[1].state, BlockState::Inactive);
+        ASSERT_EQ(d.trace.rows(), 5u);
+        EXPECT_EQ(d.trace.action[0], Action::SegmentAlloc);
+        EXPECT_EQ(d.trace.action[4], Action::FreeCompleted);
+        EXPECT_EQ(d.trace.size[2], 4000u);
+        EXPECT_EQ(d.trace.timeUs[3], 1700000000000030);
+        EXPECT_EQ(d.trace.stack[1], d.blocks[0].stack);  // identical stacks are stored once
+        EXPECT_EQ(stackText(s, d.trace.stack[1]), (std::vector<std::string>{"forward@model.py:10", "train@train.py:99"}));
+        EXPECT_EQ(stackText(s, d.trace.stack[3]), (std::vector<std::string>{"step@adamw.py:5"}));
+        EXPECT_EQ(d.trace.stack[0], 0u);
+        EXPECT_EQ(s.frames.size(), 3u);
+        ASSERT_EQ(s.allocatorSettings.size(), 2u);
+        EXPECT_EQ(s.allocatorSettings[1].second, "-1");
+    }
+}
+
+TEST(SnapshotReader, Legacy20BlocksWithHistoryAndNoAddress) {
+    P f = frame("forward", "m.py", 3);
+    auto legacyBlock = [&](uint64_t size, uint64_t req, const char* state, bool hist) {
+        std::vector<std::pair<std::string, P>> kv = {
+            {"size", unum(size)}, {"requested_size", unum(req)}, {"state", str(state)}};
+        kv.emplace_back("history", hist ? list({dict({{"addr", unum(0)}, {"real_size", unum(req)}, {"frames", list({f})}})})
+                                        : list());
+        return dict(kv);
+    };
+    P seg = dict({{"device", num(0)}, {"address", unum(0x1000000)}, {"total_size", unum(3072)},
+                  {"allocated_size", unum(2048)}, {"active_size", unum(2048)}, {"requested_size", unum(1800)},
+                  {"stream", num(0)}, {"segment_type", str("small")},
+                  {"blocks", list({legacyBlock(512, 500, "inactive", false), legacyBlock(2048, 1800, "active_allocated", true),
+                                   legacyBlock(512, 0, "inactive", false)})}});
+    P root = dict({{"segments", list({seg})},
+                   {"device_traces", list({list({dict({{"action", str("snapshot")}, {"addr", num(0)}, {"size", num(2048)},
+                                                       {"stream", num(0)}})})})}});
+    Snapshot s = read(root, 4);
+    EXPECT_EQ(s.layout, Layout::Legacy20);
+    const DeviceData& d = s.devices[0];
+    ASSERT_EQ(d.blocks.size(), 3u);
+    EXPECT_EQ(d.blocks[0].address, 0x1000000u);
+    EXPECT_EQ(d.blocks[1].address, 0x1000000u + 512);
+    EXPECT_EQ(d.blocks[2].address, 0x1000000u + 2560);
+    EXPECT_EQ(stackText(s, d.blocks[1].stack), std::vector<std::string>{"forward@m.py:3"});
+    EXPECT_EQ(d.trace.timeUs[0], -1);
+    EXPECT_FALSE(d.trace.flags[0] & TraceColumns::HasTime);
+    EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(SnapshotReader, BareListOfSegmentsOnDevice1) {
+    P root = list({segment(1, 0x2000, {{0x2000, 512, 100, "active_allocated", nullptr}}),
+                   segment(1, 0x1000, {{0x1000, 1024, 0, "inactive", nullptr}})});
+    Snapshot s = read(root, 4);
+    EXPECT_EQ(s.layout, Layout::BareSegmentList);
+    ASSERT_EQ(s.devices.size(), 1u);
+    EXPECT_EQ(s.devices[0].device, 1);
+    ASSERT_EQ(s.devices[0].segments.size(), 2u);
+    EXPECT_EQ(s.devices[0].segments[0].address, 0x1000u);  // address order
+    EXPECT_EQ(s.devices[0].blocks[s.devices[0].segments[1].firstBlock].requestedSize, 100u);
+}
+
+TEST(SnapshotReader, SeveralDevicesOomAndWideFrameLines) {
+    P cpp = frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, "
+                  "CUstream_st*) with a name longer than two hundred and fifty five bytes, which torch writes as "
+                  "BINUNICODE rather than SHORT_BINUNICODE: " + std::string(200, 'x'),
+                  "??", 0);
+    P wide = dict({{"name", str("init_gpu_context")}, {"filename", str("fake_tensor.py")}, {"line", unum(~uint64_t(0))}});
+    P oom = dict({{"action", str("oom")}, {"size", unum(1 << 30)}, {"stream", num(0)}, {"device_free", unum(123456)},
+                  {"frames", list({cpp, wide})}});
+    P root = snapshot({segment(2, 0x5000, {{0x5000, 512, 512, "active_allocated", nullptr}})},
+                      {{}, {entry("alloc", 0x9000, 10)}, {}, {oom, entry("snapshot", 0, 512)}});
+    Snapshot s = read(root, 4);
+    auto st = computeStats(s);
+    ASSERT_EQ(st.size(), 3u);  // devices 1, 2, 3; 0 has neither segments nor entries
+    EXPECT_EQ(st[0].device, 1);
+    EXPECT_EQ(st[0].traceEvents, 1u);
+    EXPECT_EQ(st[1].device, 2);
+    EXPECT_EQ(st[1].segments, 1u);
+    EXPECT_EQ(st[2].device, 3);
+    EXPECT_EQ(st[2].actions.at("oom"), 1u);
+    const DeviceData* d3 = s.device(3);
+    ASSERT_TRUE(d3);
+    EXPECT_EQ(d3->trace.action[0], Action::Oom);
+    EXPECT_FALSE(d3->trace.flags[0] & TraceColumns::HasAddr);
+    EXPECT_TRUE(d3->trace.flags[0] & TraceColumns::HasDeviceFree);
+    EXPECT_EQ(d3->trace.addr[0], 123456u);
+    ASSERT_EQ(s.stackSize(d3->trace.stack[0]), 2u);
+    const Frame& w = s.frames[s.stackBegin(d3->trace.stack[0])[1]];
+    EXPECT_FALSE(w.lineKnown);
+    EXPECT_EQ(w.line, ~uint64_t(0));
+    EXPECT_EQ(s.str(s.frames[s.stackBegin(d3->trace.stack[0])[0]].filename), "??");
+}
+
+TEST(SnapshotReader, LongStacksInSeveralBatches) {
+    std::vector<P> frames;
+    for (int i = 0; i < 2500; ++i) frames.push_back(frame("f" + std::to_string(i), "deep.py", i));
+    P fl = list(frames);
+    P root = snapshot({}, {{entry("alloc", 0x1000, 10, fl), entry("free_completed", 0x1000, 10, list(frames))}});
+    for (int proto : {0, 2, 4}) {
+        Snapshot s = read(root, proto);
+        const DeviceData& d = s.devices[0];
+        ASSERT_EQ(s.stackSize(d.trace.stack[0]), 2500u) << proto;
+        EXPECT_EQ(d.trace.stack[0], d.trace.stack[1]) << proto;
+        EXPECT_EQ(frameText(s, s.stackBegin(d.trace.stack[0])[2499]), "f2499@deep.py:2499");
+    }
+}
+
+TEST(SnapshotReader, MistakesNameTheirPlace) {
+    P noSize = snapshot({dict({{"device", num(0)}, {"address", num(4096)}, {"total_size", num(512)},
+                               {"blocks", list({dict({{"state", str("inactive")}})})}})},
+                        {});
+    EXPECT_EQ(errorOf(dumps(noSize)), "f.pickle: segments[0]['blocks'][0]: missing key 'size' (expected an int)");
+    P segStr = dict({{"segments", str("nope")}, {"device_traces", list()}});
+    EXPECT_EQ(errorOf(dumps(segStr)), "f.pickle: segments: expected a list of segment dicts, found a str");
+    P badAction = snapshot({}, {{dict({{"action", num(3)}, {"addr", num(0)}, {"size", num(1)}})}});
+    EXPECT_EQ(errorOf(dumps(badAction)), "f.pickle: device_traces[0][0]['action']: expected a str");
+    P badState = snapshot({segment(0, 4096, {{4096, 512, 0, "sleeping", nullptr}})}, {});
+    EXPECT_EQ(errorOf(dumps(badState)), "f.pickle: segments[0]['blocks'][0]['state']: unknown block state 'sleeping'");
+    P negative = snapshot({dict({{"device", num(0)}, {"address", num(4096)}, {"total_size", num(-5)}, {"blocks", list()}})}, {});
+    EXPECT_EQ(errorOf(dumps(negative)), "f.pickle: segments[0]['total_size']: expected a non-negative int, found -5");
+    P phrases = dict({{"hello", str("world")}});
+    EXPECT_NE(errorOf(dumps(phrases)).find("not a PyTorch memory snapshot: the dict has no 'segments' key"),
+              std::string::npos);
+    EXPECT_NE(errorOf(dumps(num(3))).find("the pickle holds a int"), std::string::npos);
+    EXPECT_EQ(errorOf(""), "f.pickle: byte 0: empty file; expected a PyTorch memory snapshot pickle");
+    EXPECT_NE(errorOf("  {\"segments\": []}").find("JSON"), std::string::npos);
+    EXPECT_NE(errorOf(std::string("PK\x03\x04rest", 8)).find("zip"), std::string::npos);
+    EXPECT_NE(errorOf(std::string("\x1f\x8b\x08\x00", 4)).find("gzip"), std::string::npos);
+}
+
+TEST(SnapshotReader, InvariantViolationsAreWarningsNotErrors) {
+    P seg = dict({{"device", num(0)}, {"address", num(4096)}, {"total_size", num(4096)}, {"allocated_size", num(0)},
+                  {"active_size", num(0)}, {"blocks", list({block({4096, 512, 0, "inactive", nullptr})})}});
+    Snapshot s = read(snapshot({seg}, {}));
+    ASSERT_EQ(s.warnings.size(), 1u);
+    EXPECT_NE(s.warnings[0].find("block sizes add up to 512, total_size is 4096"), std::string::npos);
+}
+
+namespace {
+std::vector<std::filesystem::path> realSnapshots() {
+    std::vector<std::filesystem::path> out;
+    std::filesystem::path dir(MEMLENS_SNAPSHOTS_DIR);
+    if (!std::filesystem::is_directory(dir)) return out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().extension() == ".pickle" || e.path().extension() == ".pkl") out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+} // namespace
+
+TEST(SnapshotReader, EveryRealSnapshotLoadsAndKeepsItsInvariants) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    for (const auto& f : files) {
+        SCOPED_TRACE(f.string());
+        Snapshot s = readSnapshotFile(f.string());
+        EXPECT_TRUE(s.warnings.empty()) << (s.warnings.empty() ? "" : s.warnings[0]);
+        for (const auto& d : s.devices)
+            for (size_t i = 0; i < d.trace.rows(); ++i) {
+                ASSERT_LT(d.trace.stack[i], s.stackCount());
+                ASSERT_LE(s.stackOffsets[d.trace.stack[i] + 1], s.stackFrames.size());
+            }
+    }
+}
