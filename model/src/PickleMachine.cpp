@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace memlens::model {
 
@@ -76,6 +77,7 @@ int hexDigit(char c) {
 
 PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks, PickleLimits limits)
     : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {
+    limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     // Address space for what a file of this size is likely to need; pages cost only when touched.
     memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.size() / 32 + 1024, uint64_t(1) << 28)));
     stack_.reserve(4096);
@@ -111,18 +113,16 @@ size_t PickleMachine::markBase() {
 Value PickleMachine::store(Value v) {
     if (!v.isContainer()) return v;
     auto& nd = doc_.node(v.ref);
-    if (nd.collapsed != PickleDocument::kNone) {
-        nd.used = true;
-        return Value::node(nd.collapsedTag, nd.collapsed);
+    if (nd.isCollapsed()) {
+        nd.markUsed();
+        return nd.collapsedValue();
     }
-    if (!nd.used) {
-        nd.used = true;
+    if (!nd.used()) {
+        nd.markUsed();
         if (hooks_) {
             Value c = hooks_->collapse(doc_, v);
             if (c.tag != v.tag || c.ref != v.ref) {
-                auto& n2 = doc_.node(v.ref);
-                n2.collapsed = c.ref;
-                n2.collapsedTag = c.tag;
+                doc_.node(v.ref).collapse(c);
                 return c;
             }
         }
@@ -137,14 +137,13 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
     size_t n = stack_.size() - from;
     if (kind == Tag::Tuple) fail("cannot add items to a tuple");
     if (kind == Tag::Dict && (n % 2) != 0) fail("odd number of items for a dict (corrupt file)");
-    if (doc_.node(id).collapsed != PickleDocument::kNone) {
+    if (doc_.node(id).isCollapsed()) {
         auto& nd = doc_.node(id);
-        if (nd.used || kind != Tag::List) fail("a container is changed after it was used (not supported)");
+        if (nd.used() || kind != Tag::List) fail("a container is changed after it was used (not supported)");
         // a list absorbed by one APPENDS gets more items: expand it again
         std::vector<Value> items;
-        hooks_->expandList(doc_, Value::node(nd.collapsedTag, nd.collapsed), items);
-        nd.collapsed = PickleDocument::kNone;
-        nd.collapsedTag = Tag::None;
+        hooks_->expandList(doc_, nd.collapsedValue(), items);
+        nd.uncollapse();
         doc_.append(id, items.data(), items.size());
     }
     uint32_t depth = doc_.node(id).depth;
@@ -154,25 +153,23 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         if (!v.isContainer()) continue;
         if (v.ref == id) fail("a container is put into itself (cyclic data is refused)");
         v = store(v);
-        if (v.isContainer()) depth = std::max(depth, doc_.node(v.ref).depth + 1);
+        if (v.isContainer()) depth = std::max<uint32_t>(depth, doc_.node(v.ref).depth + 1u);
     }
     if (depth > limits_.maxDepth)
         fail("containers nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
     auto& nd = doc_.node(id);
-    if (batch && hooks_ && nd.count == 0 && !nd.used) {
+    if (batch && hooks_ && nd.count == 0 && !nd.used()) {
         Value out;
         bool absorbed = kind == Tag::Dict   ? hooks_->absorbDict(doc_, items, n, out)
                         : kind == Tag::List ? hooks_->absorbList(doc_, items, n, out)
                                             : false;
         if (absorbed) {
-            auto& n2 = doc_.node(id);
-            n2.collapsed = out.ref;
-            n2.collapsedTag = out.tag;
+            doc_.node(id).collapse(out);
             stack_.resize(from);
             return;
         }
     }
-    doc_.node(id).depth = depth;
+    doc_.node(id).depth = static_cast<uint16_t>(depth);
     doc_.append(id, items, n);
     stack_.resize(from);
 }
@@ -182,11 +179,11 @@ Value PickleMachine::makeTuple(size_t from) {
     uint32_t depth = 1;
     for (size_t i = from; i < stack_.size(); ++i) {
         stack_[i] = store(stack_[i]);
-        if (stack_[i].isContainer()) depth = std::max(depth, doc_.node(stack_[i].ref).depth + 1);
+        if (stack_[i].isContainer()) depth = std::max<uint32_t>(depth, doc_.node(stack_[i].ref).depth + 1u);
     }
     if (depth > limits_.maxDepth)
         fail("containers nested deeper than " + std::to_string(limits_.maxDepth) + " levels");
-    doc_.node(id).depth = depth;
+    doc_.node(id).depth = static_cast<uint16_t>(depth);
     doc_.append(id, stack_.data() + from, stack_.size() - from);
     stack_.resize(from);
     return Value::node(Tag::Tuple, id);
@@ -195,12 +192,12 @@ Value PickleMachine::makeTuple(size_t from) {
 void PickleMachine::memoPut(uint64_t index) {
     Value v = top();
     if (index == memo_.size()) {
-        memo_.push_back(v);
+        memo_.push_back(encode(v));
     } else if (index < memo_.size()) {
-        memo_[index] = v;
+        memo_[index] = encode(v);
     } else if (index <= memo_.size() + 65536) {
-        memo_.resize(index + 1, Value{0, 0, Tag::Unset});
-        memo_[index] = v;
+        memo_.resize(index + 1);
+        memo_[index] = encode(v);
     } else {
         if (sparseMemo_.size() >= limits_.maxSparseMemo && !sparseMemo_.count(index))
             fail("too many memo entries with scattered indices");
@@ -210,34 +207,41 @@ void PickleMachine::memoPut(uint64_t index) {
 
 Value PickleMachine::memoGet(uint64_t index) {
     if (index < memo_.size() && memo_[index].tag != Tag::Unset) {
-        Value& slot = memo_[index];
-        if (slot.isContainer()) slot = resolve(slot);  // later gets skip the node
-        return slot;
+        MemoSlot& slot = memo_[index];
+        Value v = decode(slot);
+        if (v.isContainer()) {
+            v = resolve(v);
+            if (!v.isContainer()) slot = encode(v);  // later gets skip the node
+        }
+        return v;
     }
     auto it = sparseMemo_.find(index);
     if (it == sparseMemo_.end()) fail("memo entry " + std::to_string(index) + " is read before it was stored");
     return resolve(it->second);
 }
 
+static_assert(std::endian::native == std::endian::little, "the integer decoding assumes a little-endian host");
+
 Value PickleMachine::readLong(const uint8_t* p, uint64_t n) {
     if (n == 0) return Value::integer(0);
+    if (n <= 8) {  // the common case: two's complement in up to 8 bytes
+        uint64_t v = 0;
+        std::memcpy(&v, p, static_cast<size_t>(n));  // little-endian host
+        unsigned shift = static_cast<unsigned>(64 - 8 * n);
+        return Value::integer(static_cast<int64_t>(v << shift) >> shift);
+    }
     bool negative = (p[n - 1] & 0x80) != 0;
     uint8_t ext = negative ? 0xFF : 0x00;
-    // bytes beyond the 8th must be pure sign extension, except one 0x00 that makes room for a
-    // value of 2^63..2^64-1 (torch writes (size_t)-1 as a 9-byte LONG1).
+    // bytes beyond the 8th must be pure sign extension; a 9th byte 0x00 makes room for values of
+    // 2^63..2^64-1 (torch writes (size_t)-1 as a 9-byte LONG1)
     for (uint64_t i = 8; i < n; ++i)
         if (p[i] != ext) fail("integer wider than 64 bits (" + std::to_string(n) + "-byte LONG)");
     uint64_t v = 0;
-    for (uint64_t i = 0; i < std::min<uint64_t>(n, 8); ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    if (n < 8) {
-        if (negative) v |= ~uint64_t(0) << (8 * n);
-        return Value::integer(static_cast<int64_t>(v));
-    }
+    std::memcpy(&v, p, 8);
     if (negative) {
         if (!(v >> 63)) fail("integer wider than 64 bits (below -2^63)");
         return Value::integer(static_cast<int64_t>(v));
     }
-    if (n == 8 && (v >> 63)) fail("internal: sign");  // unreachable: negative handled above
     return Value::uinteger(v);
 }
 
@@ -283,7 +287,7 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
 void PickleMachine::frameRun() {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
-    if (nd.count != 0 || nd.used || nd.collapsed != PickleDocument::kNone) return;
+    if (nd.count != 0 || nd.used() || nd.isCollapsed()) return;
     runIds_.clear();
     for (;;) {
         const uint8_t* p = in_.cursor();
@@ -309,9 +313,7 @@ void PickleMachine::frameRun() {
         if (hooks_->absorbFrames(doc_, runIds_.data(), runIds_.size(), out)) {
             in_.skip(1);
             marks_.pop_back();
-            auto& n2 = doc_.node(id);
-            n2.collapsed = out.ref;
-            n2.collapsedTag = out.tag;
+            doc_.node(id).collapse(out);
             return;
         }
     }
@@ -573,8 +575,9 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
         case 'h':
         case 'j': {
             uint64_t idx = op == 'h' ? in_.byte() : le32(in_.take(4));
-            if (idx < memo_.size() && !memo_[idx].isContainer() && memo_[idx].tag != Tag::Unset)
-                push(memo_[idx]);  // the common case: a string, a number, a frame or a stack
+            if (idx < memo_.size() && (memo_[idx].tag == Tag::Str || memo_[idx].tag >= Tag::Frame) &&
+                memo_[idx].tag != Tag::Unset)
+                push(Value{0, memo_[idx].ref, memo_[idx].tag});  // the common case: a string, a frame or a stack
             else
                 push(memoGet(idx));
             break;

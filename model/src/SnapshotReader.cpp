@@ -51,11 +51,23 @@ struct FrameKeyHash {
     }
 };
 
+enum class EntryKey : uint8_t { Other, Action, Addr, Size, Stream, DeviceFree, TimeUs, Frames, CompileContext, UserMetadata };
+
 // Builds the Snapshot while the pickle is read: frames, stacks and trace entries are turned
 // into compact rows as soon as they are complete, so the generic tree stays small.
 class Builder final : public PickleHooks {
 public:
     Builder(PickleDocument& doc, uint64_t fileBytes) : doc_(doc), k_(doc.strings) {
+        std::pair<StringId, EntryKey> keys[] = {
+            {k_.action, EntryKey::Action},       {k_.addr, EntryKey::Addr},
+            {k_.size, EntryKey::Size},           {k_.stream, EntryKey::Stream},
+            {k_.device_free, EntryKey::DeviceFree}, {k_.time_us, EntryKey::TimeUs},
+            {k_.frames, EntryKey::Frames},       {k_.compile_context, EntryKey::CompileContext},
+            {k_.user_metadata, EntryKey::UserMetadata}};
+        for (auto [id, which] : keys) {
+            if (id >= entryKeys_.size()) entryKeys_.resize(id + 1, EntryKey::Other);
+            entryKeys_[id] = which;
+        }
         rows_.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 48 + 64, uint64_t(1) << 28)));
         doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)));
     }
@@ -228,44 +240,49 @@ private:
             const Value& v = items[i + 1];
             if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
             StringId key = kv.ref;
+            EntryKey which = kv.ref < entryKeys_.size() ? entryKeys_[kv.ref] : EntryKey::Other;
             auto wantInt = [&](uint64_t& out) {
-                if (v.tag == Tag::Int && v.asInt() < 0 && key != k_.time_us) {
+                if (v.tag == Tag::Int && v.asInt() < 0 && which != EntryKey::TimeUs) {
                     bad = "a non-negative int";
                     badKey = key;
-                } else if (v.tag == Tag::Int || v.tag == Tag::UInt)
+                } else if (v.tag == Tag::Int || v.tag == Tag::UInt) {
                     out = v.bits;
-                else if (v.tag != Tag::None) {
+                } else if (v.tag != Tag::None) {
                     bad = "an int";
                     badKey = key;
                 }
             };
-            if (key == k_.action) {
+            switch (which) {
+            case EntryKey::Action:
                 if (v.tag != Tag::Str) {
                     bad = "a str";
                     badKey = key;
-                    continue;
+                    break;
                 }
                 actName = v.ref;
                 act = actionOf(v.ref);
                 haveAction = true;
-            } else if (key == k_.addr) {
+                break;
+            case EntryKey::Addr:
                 wantInt(addr);
                 if (v.tag != Tag::None) flags |= TraceColumns::HasAddr;
-            } else if (key == k_.size) {
-                wantInt(size);
-            } else if (key == k_.stream) {
-                wantInt(stream);
-            } else if (key == k_.device_free) {
+                break;
+            case EntryKey::Size: wantInt(size); break;
+            case EntryKey::Stream: wantInt(stream); break;
+            case EntryKey::DeviceFree:
                 wantInt(deviceFree);
                 flags |= TraceColumns::HasDeviceFree;
-            } else if (key == k_.time_us) {
+                break;
+            case EntryKey::TimeUs: {
                 uint64_t t = 0;
                 wantInt(t);
                 if (v.tag == Tag::Int || v.tag == Tag::UInt) {
                     time = static_cast<int64_t>(t);
                     flags |= TraceColumns::HasTime;
                 }
-            } else if (key == k_.frames) {
+                break;
+            }
+            case EntryKey::Frames:
                 if (v.tag == Tag::Stack) {
                     stack = v.ref;
                     flags |= TraceColumns::HasFrames;
@@ -275,10 +292,14 @@ private:
                     bad = "a list of frame dicts";
                     badKey = key;
                 }
-            } else if (key == k_.compile_context) {
+                break;
+            case EntryKey::CompileContext:
                 if (v.tag == Tag::Str) cc = v.ref;
-            } else if (key == k_.user_metadata) {
+                break;
+            case EntryKey::UserMetadata:
                 if (v.tag == Tag::Str) um = v.ref;
+                break;
+            case EntryKey::Other: break;
             }
         }
         if (!haveAction && !bad) {
@@ -362,6 +383,7 @@ private:
     std::vector<FrameId> tmpFrames_;
     std::vector<Value> tmpItems_;
     std::vector<int8_t> actionCache_;
+    std::vector<EntryKey> entryKeys_;  // by string id: which trace entry field a key names
     std::vector<StackId> stackSlots_;
     std::vector<uint64_t> stackHashes_{0};  // per stack id; stack 0 is the empty stack
     size_t stackCount_ = 0;

@@ -12,15 +12,29 @@ namespace memlens::model {
 class PickleDocument {
 public:
     struct Node {
-        uint32_t head = kNone;     // first chunk
-        uint32_t tail = kNone;     // last chunk
-        uint32_t count = 0;        // items (a dict counts keys and values)
-        uint32_t depth = 1;        // 1 + deepest child
-        uint32_t collapsed = kNone;
+        uint32_t head = kNone;  // first chunk; once collapsed: the collapsed object's id
+        uint32_t tail = kNone;  // last chunk
+        uint32_t count = 0;     // items (a dict counts keys and values)
+        uint16_t depth = 1;     // 1 + deepest child
         Tag kind = Tag::List;
-        Tag collapsedTag = Tag::None;
-        bool used = false;         // stored into another container (or returned)
+        uint8_t state = 0;      // bit 7: used (stored into a container); bits 0-4: collapsed tag
+
+        bool used() const { return state & 0x80; }
+        void markUsed() { state |= 0x80; }
+        bool isCollapsed() const { return (state & 0x1F) != 0; }
+        Value collapsedValue() const { return Value::node(static_cast<Tag>(state & 0x1F), head); }
+        void collapse(Value v) {
+            head = v.ref;
+            tail = kNone;
+            state = static_cast<uint8_t>((state & 0x80) | static_cast<uint8_t>(v.tag));
+        }
+        void uncollapse() {
+            head = tail = kNone;
+            count = 0;
+            state &= 0x80;
+        }
     };
+    static_assert(sizeof(Value) == 16);
     struct Chunk {
         uint32_t begin;
         uint32_t count;

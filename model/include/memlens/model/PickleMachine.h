@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +38,37 @@ struct PickleLimits {
     size_t maxSparseMemo = size_t(1) << 22;
 };
 
+// The machine's stack: a plain growable array whose push stays inline in the opcode loop.
+class ValueStack {
+public:
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    Value* data() { return data_.get(); }
+    Value& operator[](size_t i) { return data_[i]; }
+    Value& back() { return data_[size_ - 1]; }
+    void pop_back() { --size_; }
+    void resize(size_t n) { size_ = n; }  // shrinks only
+    void push_back(Value v) {
+        if (size_ == cap_) grow();
+        data_[size_++] = v;
+    }
+    void reserve(size_t n) {
+        while (cap_ < n) grow();
+    }
+
+private:
+    void grow() {
+        size_t cap = cap_ ? cap_ * 2 : 1024;
+        std::unique_ptr<Value[]> d(new Value[cap]);
+        std::copy(data_.get(), data_.get() + size_, d.get());
+        data_ = std::move(d);
+        cap_ = cap;
+    }
+    std::unique_ptr<Value[]> data_;
+    size_t size_ = 0;
+    size_t cap_ = 0;
+};
+
 class PickleMachine {
 public:
     PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks = nullptr, PickleLimits limits = {});
@@ -61,7 +93,7 @@ private:
     Value resolve(Value v) const {  // a container that was absorbed stands for its collapsed value
         if (v.isContainer()) {
             const auto& nd = doc_.node(v.ref);
-            if (nd.collapsed != PickleDocument::kNone) return Value::node(nd.collapsedTag, nd.collapsed);
+            if (nd.isCollapsed()) return nd.collapsedValue();
         }
         return v;
     }
@@ -79,9 +111,28 @@ private:
     PickleDocument& doc_;
     PickleHooks* hooks_;
     PickleLimits limits_;
-    std::vector<Value> stack_;
+    ValueStack stack_;
     std::vector<size_t> marks_;
-    std::vector<Value> memo_;
+    // Memo slots take 8 bytes: the tag and a 32-bit reference; numbers (rarely memoised) keep
+    // their 64 bits in memoNumbers_.
+    struct MemoSlot {
+        uint32_t ref = 0;
+        Tag tag = Tag::Unset;
+    };
+    MemoSlot encode(Value v) {
+        if (v.tag == Tag::Int || v.tag == Tag::UInt || v.tag == Tag::Float) {
+            memoNumbers_.push_back(v.bits);
+            return {static_cast<uint32_t>(memoNumbers_.size() - 1), v.tag};
+        }
+        return {v.tag == Tag::Bool ? static_cast<uint32_t>(v.bits) : v.ref, v.tag};
+    }
+    Value decode(MemoSlot m) const {
+        if (m.tag == Tag::Int || m.tag == Tag::UInt || m.tag == Tag::Float) return {memoNumbers_[m.ref], 0, m.tag};
+        if (m.tag == Tag::Bool) return {m.ref, 0, Tag::Bool};
+        return {0, m.ref, m.tag};
+    }
+    std::vector<MemoSlot> memo_;
+    std::vector<uint64_t> memoNumbers_;
     std::vector<uint32_t> runIds_;
     std::unordered_map<uint64_t, Value> sparseMemo_;
     uint64_t opOffset_ = 0;
