@@ -189,8 +189,7 @@ Value PickleMachine::makeTuple(size_t from) {
     return Value::node(Tag::Tuple, id);
 }
 
-void PickleMachine::memoPut(uint64_t index) {
-    Value v = top();
+void PickleMachine::memoPut(uint64_t index, Value v) {
     if (index == memo_.size()) {
         memo_.push_back(encode(v));
     } else if (index < memo_.size()) {
@@ -282,42 +281,42 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
     return bytes ? Value::bytes(id) : Value::str(id);
 }
 
-// After MARK on an empty list: a run of memo gets of frames closed by APPENDS is the frames list
-// of a trace entry or block. Read it without pushing each frame; anything else falls back.
+// Frames lists are the bulk of a snapshot: a run of memo gets of frames already seen, closed by
+// APPENDS. Scans one in the buffered bytes at p without consuming anything; on success returns
+// the number of bytes it spans (APPENDS included) and leaves the frame ids in runIds_.
+size_t PickleMachine::scanFrameRun(const uint8_t* p, size_t avail) {
+    runIds_.clear();
+    size_t pos = 0;
+    for (;;) {
+        uint64_t idx;
+        if (pos + 2 <= avail && p[pos] == 'h') {
+            idx = p[pos + 1];
+            pos += 2;
+        } else if (pos + 5 <= avail && p[pos] == 'j') {
+            idx = le32(p + pos + 1);
+            pos += 5;
+        } else {
+            break;
+        }
+        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) return 0;
+        runIds_.push_back(memo_[idx].ref);
+    }
+    if (runIds_.empty() || pos >= avail || p[pos] != 'e') return 0;
+    return pos + 1;
+}
+
+// After MARK on an empty list: a frames list read in one go; anything else is left to run().
 void PickleMachine::frameRun() {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
     if (nd.count != 0 || nd.used() || nd.isCollapsed()) return;
-    runIds_.clear();
-    for (;;) {
-        const uint8_t* p = in_.cursor();
-        size_t avail = in_.buffered();
-        uint64_t idx;
-        size_t len;
-        if (avail >= 2 && p[0] == 'h') {
-            idx = p[1];
-            len = 2;
-        } else if (avail >= 5 && p[0] == 'j') {
-            idx = le32(p + 1);
-            len = 5;
-        } else {
-            break;
-        }
-        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) break;
-        runIds_.push_back(memo_[idx].ref);
+    size_t len = scanFrameRun(in_.cursor(), in_.buffered());
+    Value out;
+    if (len && hooks_->absorbFrames(doc_, runIds_.data(), runIds_.size(), out)) {
         in_.skip(len);
+        marks_.pop_back();
+        doc_.node(id).collapse(out);
     }
-    if (runIds_.empty()) return;
-    if (in_.buffered() >= 1 && in_.cursor()[0] == 'e') {
-        Value out;
-        if (hooks_->absorbFrames(doc_, runIds_.data(), runIds_.size(), out)) {
-            in_.skip(1);
-            marks_.pop_back();
-            doc_.node(id).collapse(out);
-            return;
-        }
-    }
-    for (uint32_t f : runIds_) push(Value::node(Tag::Frame, f));
 }
 
 Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* cancel) {
@@ -563,13 +562,13 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             break;
         }
         // --- memo
-        case 0x94: memoPut(memo_.size()); break;  // MEMOIZE
-        case 'q': memoPut(in_.byte()); break;
-        case 'r': memoPut(le32(in_.take(4))); break;
+        case 0x94: memoPut(memo_.size(), top()); break;  // MEMOIZE
+        case 'q': memoPut(in_.byte(), top()); break;
+        case 'r': memoPut(le32(in_.take(4)), top()); break;
         case 'p': {
             Value idx = parseDecimal(readLine(), false);
             if (idx.tag != Tag::Int || idx.asInt() < 0) fail("bad PUT index");
-            memoPut(static_cast<uint64_t>(idx.asInt()));
+            memoPut(static_cast<uint64_t>(idx.asInt()), top());
             break;
         }
         case 'h':

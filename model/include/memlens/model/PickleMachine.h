@@ -98,13 +98,14 @@ private:
         return v;
     }
     void appendTo(Value container, size_t from, bool batch = false);  // moves stack[from..] into the container
-    void memoPut(uint64_t index);
+    void memoPut(uint64_t index, Value v);
     Value memoGet(uint64_t index);
     Value readLong(const uint8_t* p, uint64_t n);
     std::string readLine();
     Value parseDecimal(const std::string& text, bool allowBoolForm);
     Value makeTuple(size_t from);
     void frameRun();
+    size_t scanFrameRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 
     ByteReader& in_;
