@@ -138,7 +138,7 @@ def main():
     print(f'{"":{w}} {"time (s)":>10} {"peak RSS (MB)":>14} {"RSS / file":>11}')
     print(f'{"Python pickle.load (C)":{w}} {py_t:10.3f} {py_rss / 1024:14.1f} {py_ratio:11.2f}')
     print(f'{"memlens readSnapshotFile":{w}} {ml["load_s"]:10.3f} {ml["peak_rss_kb"] / 1024:14.1f} {ratio:11.2f}')
-    print(f'{"speed-up (pickle time / memlens time)":{w}} {speedup:10.1f}x   goal >= 10   '
+    print(f'{"speed-up (pickle time / memlens time)":{w}} {speedup:10.2f}x  goal >= 10   '
           f'{verdict(ok_speed)}')
     print(f'{"memory ratio (memlens peak RSS / file)":{w}} {ratio:10.2f}    goal <= 1    {verdict(ok_mem)}')
     print(f'{"pickle peak RSS / file (comparison)":{w}} {py_ratio:10.2f}')

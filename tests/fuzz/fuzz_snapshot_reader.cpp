@@ -73,6 +73,9 @@ void exerciseHistory(const Snapshot& s) {
         size_t work = dd.trace.rows() + dd.blocks.size() + dd.segments.size();
         if (work > kMaxHistoryWork) continue;
         for (size_t interval : {size_t(0), size_t(1), size_t(7)}) {
+            // explicit small intervals keep a checkpoint every few entries: only where that stays cheap
+            if (interval && dd.trace.rows() / interval * (dd.blocks.size() + dd.segments.size() + 1) > 4000000)
+                continue;
             StateHistory h(s, dd.device, interval);
             int64_t n = h.entries();
             if (n < 0) finding("StateHistory::entries() is negative");
