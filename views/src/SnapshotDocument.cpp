@@ -51,6 +51,17 @@ const model::StateHistory& SnapshotDocument::history() const {
     return *m_emptyHistory;
 }
 
+const AllocationLifetimes& SnapshotDocument::lifetimes() const {
+    auto it = m_loaded->lifetimes.find(m_device);
+    return it != m_loaded->lifetimes.end() ? *it->second : m_emptyLifetimes;
+}
+
+const TimelineMarkers& SnapshotDocument::markers() const {
+    if (!m_markers || m_markers->first != m_device)
+        m_markers.emplace(m_device, TimelineMarkers::compute(snapshot(), m_device));
+    return m_markers->second;
+}
+
 int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(deviceData().trace.rows()); }
 
 const model::DeviceState& SnapshotDocument::currentState() const {

@@ -2,6 +2,7 @@
 // One opened snapshot as the views see it: which device is shown, which trace entry is current,
 // which range is selected. Every view reads from here and follows its signals.
 #include "memlens/views/LoadedSnapshot.h"
+#include "memlens/views/TimelineMarkers.h"
 
 #include <QObject>
 #include <QString>
@@ -19,6 +20,8 @@ public:
     explicit SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent = nullptr);
 
     const LoadedSnapshot& loaded() const { return *m_loaded; }
+    // The same, shared: for work on other threads that must keep the data alive.
+    std::shared_ptr<const LoadedSnapshot> sharedLoaded() const { return m_loaded; }
     const model::Snapshot& snapshot() const { return *m_loaded->snapshot; }
     QString path() const;
     QString fileName() const;
@@ -29,6 +32,10 @@ public:
     const model::DeviceData& deviceData() const;
     const model::DeviceTimeline& timeline() const;
     const model::StateHistory& history() const;
+    // The device's allocations paired alloc -> free (computed while loading).
+    const AllocationLifetimes& lifetimes() const;
+    // The device's annotation ranges and oom / snapshot entries (computed on first use).
+    const TimelineMarkers& markers() const;
     int64_t entryCount() const;
 
     // The current trace entry: every view shows the state right after it (-1: before the first).
@@ -71,6 +78,8 @@ private:
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;
     mutable std::unique_ptr<model::StateHistory> m_emptyHistory;
+    AllocationLifetimes m_emptyLifetimes;
+    mutable std::optional<std::pair<int, TimelineMarkers>> m_markers;
 };
 
 } // namespace memlens::views

@@ -1,0 +1,42 @@
+#pragma once
+// Every allocation of a device's trace as a lifetime: its alloc paired with its free_completed by
+// address, as PyTorch's Active Memory Timeline pairs them.
+#include "memlens/model/Snapshot.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace memlens::views {
+
+struct AllocationLifetime {
+    // Live in the states right after entries [begin, end).
+    int64_t begin = -1;          // the alloc entry; -1: allocated before recording (the free is all we saw)
+    int64_t end = 0;             // the free_completed (or free) entry; the entry count if still live at the end
+    int64_t freeRequested = -1;  // the free_requested entry, if any
+    uint64_t address = 0;
+    uint64_t size = 0;           // requested bytes
+    model::StackId stack = 0;    // the alloc's stack, or the free's when the alloc was not recorded
+
+    bool allocatedBeforeRecording() const { return begin < 0; }
+    bool liveAt(int64_t entry) const { return begin <= entry && entry < end; }
+};
+
+class AllocationLifetimes {
+public:
+    AllocationLifetimes() = default;
+    static AllocationLifetimes compute(const model::TraceColumns& trace);
+
+    // Sorted by begin: allocations from before the recording first (in the order of their frees).
+    const std::vector<AllocationLifetime>& all() const { return m_all; }
+    size_t size() const { return m_all.size(); }
+    const AllocationLifetime& operator[](size_t i) const { return m_all[i]; }
+    // Indices into all() of the n largest lifetimes (ties: the earlier), in ascending index order.
+    std::vector<uint32_t> largest(size_t n) const;
+    size_t memoryBytes() const;
+
+private:
+    std::vector<AllocationLifetime> m_all;
+    std::vector<uint32_t> m_bySize;  // indices into m_all, largest first
+};
+
+} // namespace memlens::views

@@ -1,0 +1,63 @@
+#pragma once
+// The trace entries of the document's device as a table: index, time, action, address, size and
+// top frame. Rows are computed when asked for, from the trace's columns: the model holds only
+// which entries it shows (a range, or a list built by a filter), never a row per entry.
+#include "memlens/model/Snapshot.h"
+
+#include <QAbstractTableModel>
+#include <QFont>
+#include <QPointer>
+
+#include <cstdint>
+#include <vector>
+
+namespace memlens::views {
+
+class SnapshotDocument;
+
+class EventsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column { IndexColumn, TimeColumn, ActionColumn, AddressColumn, SizeColumn, FrameColumn, ColumnCount };
+    enum Role { EntryRole = Qt::UserRole + 1, SortValueRole };
+
+    explicit EventsModel(QObject* parent = nullptr);
+
+    // Shows every entry of the document's device (nullptr: nothing).
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const { return m_doc; }
+    // Rows are the entries [first, last] (clamped to the trace).
+    void setRange(int64_t first, int64_t last);
+    // Rows are these entries, which must be ascending.
+    void setEntries(std::vector<int64_t> entries);
+    void showAll();
+
+    int64_t entryCount() const;  // entries of the device, shown or not
+    int64_t entryAt(int row) const;
+    // The row that shows an entry, -1 if none does.
+    int rowOf(int64_t entry) const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    const model::TraceColumns* trace() const;
+    QString frameLabel(model::StackId stack) const;
+    QString frameTooltip(model::StackId stack) const;
+    void resetFrames();
+
+    QPointer<SnapshotDocument> m_doc;
+    bool m_useList = false;
+    int64_t m_first = 0;  // range mode: rows are m_first .. m_first + m_count - 1
+    int64_t m_count = 0;
+    std::vector<int64_t> m_entries;  // list mode
+    int64_t m_timeOrigin = 0;
+    mutable std::vector<QString> m_frameLabels;  // per stack, filled on demand
+    mutable std::vector<uint8_t> m_frameKnown;
+    QFont m_fixedFont;
+    QFont m_boldFont;
+};
+
+} // namespace memlens::views

@@ -1,0 +1,38 @@
+#pragma once
+// Paints a TimelineLayout's allocation bands into the plot: one raster column per pixel column,
+// so its cost is bounded by the plot's size, not by the number of allocations or entries.
+#include "memlens/model/Snapshot.h"
+#include "memlens/views/TimelineLayout.h"
+
+#include "memlens/views/QCustomPlotInclude.h"
+
+namespace memlens::views {
+
+class TimelineBandsItem : public QCPAbstractItem {
+public:
+    explicit TimelineBandsItem(QCustomPlot* plot);
+
+    // The layout is not copied; it must stay alive until the next setLayout.
+    void setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes);
+    // Bands of allocations from this stack are drawn in full colour and the others faded (0: none).
+    void setHighlightedStack(model::StackId stack) { m_highlightStack = stack; }
+    // The band under the mouse is drawn darker (-1: none).
+    void setHoveredLifetime(int64_t lifetime) { m_hovered = lifetime; }
+
+    // A band's colour: by call site (stack), varied a little per allocation.
+    static QColor colorFor(model::StackId stack, uint32_t lifetime);
+    static QColor otherColor();
+
+    double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
+
+protected:
+    void draw(QCPPainter* painter) override;
+
+private:
+    const TimelineLayout* m_layout = nullptr;
+    const AllocationLifetimes* m_lifetimes = nullptr;
+    model::StackId m_highlightStack = 0;
+    int64_t m_hovered = -1;
+};
+
+} // namespace memlens::views

@@ -1,0 +1,47 @@
+#pragma once
+// Marks on a device's trace: ranges from the snapshot's external_annotations (record_function
+// START/END pairs, e.g. iterations and optimizer steps) mapped onto trace entries, and single
+// entries worth seeing (oom, snapshot).
+#include "memlens/model/Snapshot.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memlens::views {
+
+struct RangeMarker {
+    std::string name;
+    int64_t first = 0;  // first entry at or after START
+    int64_t last = -1;  // last entry at or before END (last < first: no entry inside)
+    bool startSeen = true;  // false: an END without START, clamped to the start of the trace
+    bool endSeen = true;    // false: a START without END, clamped to the end of the trace
+    int lane = 0;           // row to draw it in, so that overlapping ranges do not cover each other
+};
+
+struct PointMarker {
+    int64_t entry = 0;
+    model::Action action = model::Action::Oom;
+};
+
+class TimelineMarkers {
+public:
+    TimelineMarkers() = default;
+    static TimelineMarkers compute(const model::Snapshot& snapshot, int device);
+
+    // Sorted by first entry, then longest first.
+    const std::vector<RangeMarker>& ranges() const { return m_ranges; }
+    // oom and snapshot entries, in trace order.
+    const std::vector<PointMarker>& points() const { return m_points; }
+    int laneCount() const { return m_lanes; }
+    // First entries of the ranges, sorted, without repeats: where "next marker" stops.
+    const std::vector<int64_t>& stops() const { return m_stops; }
+
+private:
+    std::vector<RangeMarker> m_ranges;
+    std::vector<PointMarker> m_points;
+    std::vector<int64_t> m_stops;
+    int m_lanes = 0;
+};
+
+} // namespace memlens::views

@@ -1,0 +1,121 @@
+#pragma once
+// The Active Memory Timeline of the document's device: live and reserved bytes over the trace,
+// the largest allocations as stacked bands (the rest in one "other" band), annotation ranges,
+// oom and snapshot entries, the selected range and the current entry.
+//
+// Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
+// the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans.
+#include "memlens/views/EntryAxis.h"
+#include "memlens/views/TimelineLayout.h"
+
+#include <QPointer>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QCPGraph;
+class QCPRange;
+class QCustomPlot;
+class QLabel;
+class QMouseEvent;
+class QSpinBox;
+class QStackedWidget;
+class QToolButton;
+class QWheelEvent;
+
+namespace memlens::views {
+
+class ByteAxisTicker;
+class EntryAxisTicker;
+class SnapshotDocument;
+class TimelineBandsItem;
+class TimelineOverlayItem;
+
+class TimelineView : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineView(QWidget* parent = nullptr);
+    ~TimelineView() override;
+
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const;
+
+    // x axis: trace entry index (default) or time since the first entry, when every entry has a
+    // time and times never go back.
+    bool timeAxisAvailable() const;
+    bool timeAxis() const { return m_axis.isTime(); }
+    void setTimeAxis(bool time);
+    // How many of the largest allocations get a band of their own.
+    int largestCount() const { return m_largest; }
+    void setLargestCount(int n);
+
+    // The visible x range (entries or microseconds since the first entry), clamped to the trace.
+    void setXRange(double x0, double x1);
+    std::pair<double, double> xRange() const;
+    void fit();
+    void zoomToSelection();
+
+    // Binning and replot now, painted when it returns (tests and the benchmark use it).
+    void redraw();
+    const TimelineLayout& layout() const { return m_layout; }
+    QCustomPlot* plot() const { return m_plot; }
+
+    // Under a point of the plot widget: the entry, the allocation (index into the document's
+    // lifetimes(), TimelineBands::kOther or kNothing), and the text the hover shows.
+    int64_t entryAt(const QPoint& plotPos) const;
+    int64_t lifetimeAt(const QPoint& plotPos) const;
+    QString describeAt(const QPoint& plotPos) const;
+    QString describeLifetime(int64_t lifetime) const;
+
+private:
+    void buildToolbar(QWidget* bar);
+    void setupPlot();
+    void rebuild();
+    void updateEmptyState();
+    void ensureLayout();
+    void applyLayout();
+    void scheduleReplot();
+    void showEntry(int64_t entry);
+    int plotWidth() const;
+    double minimumSpan() const;
+
+    void onMousePress(QMouseEvent* event);
+    void onMouseMove(QMouseEvent* event);
+    void onMouseRelease(QMouseEvent* event);
+    void onWheel(QWheelEvent* event);
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+    QPointer<SnapshotDocument> m_doc;
+    QComboBox* m_xMode = nullptr;
+    QSpinBox* m_largestBox = nullptr;
+    QToolButton* m_zoomSelection = nullptr;
+    QLabel* m_legend = nullptr;
+    QStackedWidget* m_pages = nullptr;
+    QLabel* m_empty = nullptr;
+    QCustomPlot* m_plot = nullptr;
+    QCPGraph* m_reservedFill = nullptr;
+    QCPGraph* m_reservedLine = nullptr;
+    QCPGraph* m_liveLine = nullptr;
+    TimelineBandsItem* m_bands = nullptr;
+    TimelineOverlayItem* m_overlay = nullptr;
+    QSharedPointer<EntryAxisTicker> m_xTicker;
+
+    EntryAxis m_axis;
+    std::vector<uint32_t> m_chosen;
+    int m_largest = 1000;
+    TimelineLayout m_layout;
+    bool m_dirty = true;
+    double m_layoutX0 = 0, m_layoutX1 = 0;
+    int m_layoutWidth = -1;
+
+    enum class Drag { None, Pending, Select, Pan };
+    Drag m_drag = Drag::None;
+    QPoint m_pressPos;
+    double m_pressX = 0;
+    std::pair<double, double> m_pressRange;
+    int64_t m_hovered = -1;
+};
+
+} // namespace memlens::views
