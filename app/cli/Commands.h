@@ -9,5 +9,9 @@ namespace memlens::cli {
 int statsCommand(const std::vector<std::string>& args);
 int timelineCommand(const std::vector<std::string>& args);
 int stateCommand(const std::vector<std::string>& args);
+// CaptureCommands.cpp
+int recordCommand(const std::vector<std::string>& args);   // returns the job's exit status
+int sessionCommand(const std::vector<std::string>& args);
+int exportCommand(const std::vector<std::string>& args);
 
 } // namespace memlens::cli

@@ -20,6 +20,19 @@ const char* kUsage =
     "  state FILE --device D --at INDEX [--json]\n"
     "                                           segments and blocks right after entry INDEX\n"
     "                                           (-1: before the first entry)\n"
+    "  record [-o FILE] [OPTIONS] -- COMMAND...  run COMMAND and record its GPU memory into a session\n"
+    "      --snapshot-every N                   allocator snapshot at every N-th iteration\n"
+    "      --snapshot-iterations LIST           ... at these iterations (1-based), e.g. 1,5,10-20\n"
+    "      --snapshot-period SEC                ... at the first iteration end after each SEC seconds\n"
+    "      --max-entries N                      allocator history kept (default 100000)\n"
+    "      --stacks python|all|none             stack frames recorded (default: python;\n"
+    "                                           C++ programs: all)\n"
+    "      --no-exit-snapshot, --no-oom-snapshot, --sample-interval MS (NVML, default 500), --quiet\n"
+    "                                           exits with COMMAND's status (128+N: killed by signal N)\n"
+    "  session FILE [--json] [--check] [--follow]\n"
+    "                                           process, iterations and snapshots of a session\n"
+    "  export FILE --snapshot ID|last [-o OUT.pickle]\n"
+    "                                           a snapshot of a session, as PyTorch wrote it\n"
     "\n"
     "Errors print one line on stderr and exit 1; usage errors exit 2.\n";
 
@@ -44,6 +57,9 @@ int main(int argc, char** argv) {
         if (command == "stats") return memlens::cli::statsCommand(args);
         if (command == "timeline") return memlens::cli::timelineCommand(args);
         if (command == "state") return memlens::cli::stateCommand(args);
+        if (command == "record") return memlens::cli::recordCommand(args);
+        if (command == "session") return memlens::cli::sessionCommand(args);
+        if (command == "export") return memlens::cli::exportCommand(args);
         throw memlens::cli::UsageError("unknown command '" + command + "'");
     } catch (const memlens::cli::UsageError& e) {
         std::cerr << "memlens-cli: " << e.what() << "\n" << kUsage;

@@ -1,0 +1,695 @@
+"""The memlens agent, inside the recorded Python process.
+
+Started from sitecustomize (boot/) when MEMLENS_SOCKET is set; does nothing else until torch is
+imported. Then it:
+
+* marks iteration boundaries without changes to the job: optimizer steps (a post-step hook on
+  torch >= 2.0, a wrapper of each optimizer class's step() on 1.13), DataLoader batches
+  (_BaseDataLoaderIter.__next__) and backward() calls; memlens_agent.mark_step() for other loops;
+* when the job initialises CUDA (torch.cuda._lazy_call, so never earlier than the job itself),
+  enables the allocator's history (_record_memory_history, per torch version) and registers the
+  out-of-memory observer;
+* takes allocator snapshots at the configured iterations, on the recorder's request, at an
+  out-of-memory error and at exit, and hands them to the sender thread (_channel.py).
+
+Iterations. One iteration per step as the user counts them:
+* a loop over a DataLoader: one iteration per batch of the loader that drives the loop; further
+  optimizer steps before the next batch (GANs) extend it; batches without a step after a
+  backward() (gradient accumulation) stay in it; other loaders read inside it do not split it;
+* a loop without a DataLoader: one iteration per optimizer step;
+* after the first mark_step(), only mark_step() marks iterations.
+Phase: "train" when it stepped or ran backward(); "eval" under no_grad/inference_mode or after
+model.eval(); else "other".
+
+It never raises into the job (every hook is guarded; an internal error disables nothing but is
+reported once on stderr and as a marker), keeps no reference to tensors, modules or loaders
+(identities only), and does nothing in forked children.
+"""
+
+import atexit
+import functools
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+
+from . import _channel
+
+VERSION = "0.1.0"
+
+_agent = None  # the running Agent, when this process is recorded
+
+
+def _now_us():
+    return time.time_ns() // 1000
+
+
+class _Open(object):
+    """The iteration in progress, when a DataLoader batch opened it."""
+
+    __slots__ = ("start", "driver", "grad", "stepped", "step_end", "backward", "nograd")
+
+    def __init__(self, start, driver, grad):
+        self.start = start
+        self.driver = driver
+        self.grad = grad
+        self.stepped = False
+        self.step_end = 0
+        self.backward = False
+        self.nograd = False
+
+
+class _Since(object):
+    """What happened since the last iteration boundary (step-driven and manual iterations)."""
+
+    __slots__ = ("stepped", "backward", "nograd")
+
+    def __init__(self):
+        self.stepped = False
+        self.backward = False
+        self.nograd = False
+
+
+class Agent(object):
+    def __init__(self, channel, config):
+        self.ch = channel
+        self.cfg = config
+        self.pid = os.getpid()
+        self.lock = threading.RLock()
+        self.main_ident = threading.main_thread().ident
+        self.index = 0  # iterations ended so far
+        self.open = None
+        self.manual = False
+        self.boundary_us = _now_us()
+        self.first_start_us = None  # optimizer created / model.train() before the first iteration
+        self.since = _Since()
+        self.model_training = None  # the mode of the last outermost Module.train()/eval() call
+        self.torch = None
+        self.cuda_recording = False
+        self.cuda_note = ""
+        self.last_sample = 0.0
+        self.last_periodic = time.monotonic()
+        self.errors = 0
+        self.exited = False
+        self.tls = threading.local()
+        self.hooks = []
+        ranges = config.get("snapshot_iterations") or []
+        self.snapshot_ranges = [(int(a), int(b)) for a, b in ranges]
+        self.snapshot_every = int(config.get("snapshot_every") or 0)
+        self.snapshot_period = float(config.get("snapshot_period_s") or 0)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def alive(self):
+        return os.getpid() == self.pid and not self.exited
+
+    def error(self, where, exc):
+        self.errors += 1
+        if self.errors <= 3:
+            try:
+                sys.stderr.write("memlens: agent: %s: %s: %s\n" % (where, type(exc).__name__, exc))
+                self.ch.send({"t": "marker", "time_us": _now_us(), "iteration": self.index + 1,
+                              "name": "agent_error", "data": {"where": where, "error": repr(exc)[:500]}})
+            except Exception:
+                pass
+
+    def wants_snapshot(self, index):
+        if self.snapshot_every > 0 and index % self.snapshot_every == 0:
+            return True
+        for a, b in self.snapshot_ranges:
+            if a <= index <= b:
+                return True
+        return False
+
+    def grad_enabled(self):
+        try:
+            return self.torch.is_grad_enabled()
+        except Exception:
+            return True
+
+    # -- iteration events (called from the patched torch functions) -------------------------
+
+    def on_batch_start(self, it):
+        """A DataLoader iterator is about to fetch a batch (main thread)."""
+        if self.manual or threading.get_ident() != self.main_ident or not self.alive():
+            return
+        with self.lock:
+            o = self.open
+            if o is None:
+                return
+            if o.driver == id(it):
+                if o.stepped:
+                    self._close(o.step_end)
+                elif not o.backward:
+                    self._close(_now_us())
+                # else: backward without a step yet (gradient accumulation): the same iteration
+            elif o.stepped:
+                self._close(o.step_end)  # another loop starts after a finished training step
+
+    def on_batch(self, it, t0):
+        """A batch was fetched (main thread); t0: when the fetch started."""
+        if self.manual or threading.get_ident() != self.main_ident or not self.alive():
+            return
+        with self.lock:
+            if self.open is None:
+                self.open = _Open(t0, id(it), self.grad_enabled())
+
+    def on_loader_end(self, it):
+        if self.manual or not self.alive():
+            return
+        with self.lock:
+            o = self.open
+            if o is not None and o.driver == id(it):
+                self._close(o.step_end if o.stepped else _now_us())
+
+    def on_step(self):
+        if not self.alive():
+            return
+        now = _now_us()
+        with self.lock:
+            self.since.stepped = True
+            if self.manual:
+                return
+            o = self.open
+            if o is not None:
+                o.stepped = True
+                o.step_end = now
+                return
+            self._emit(self._step_start(), now, "train")
+
+    def on_backward(self):
+        self.since.backward = True
+        o = self.open
+        if o is not None:
+            o.backward = True
+
+    def on_no_grad(self):
+        self.since.nograd = True
+        o = self.open
+        if o is not None:
+            o.nograd = True
+
+    def on_setup(self):
+        """An optimizer was created or model.train() was called: where a first iteration starts."""
+        if self.index == 0 and self.open is None:
+            self.first_start_us = _now_us()
+
+    def on_train_mode(self, mode):
+        self.model_training = bool(mode)
+        if mode:
+            self.on_setup()
+
+    def mark_step(self, phase=None):
+        if not self.alive():
+            return
+        now = _now_us()
+        with self.lock:
+            if not self.manual:
+                self.manual = True
+                self.open = None  # its time belongs to this first marked iteration
+            if phase is None:
+                phase = self._phase(self.since.stepped or self.since.backward,
+                                    self.since.nograd or not self.grad_enabled())
+            self._emit(self._step_start(), now, str(phase))
+
+    # -- iterations ------------------------------------------------------------------------
+
+    def _step_start(self):
+        if self.index == 0 and self.first_start_us is not None:
+            return max(self.first_start_us, self.boundary_us)
+        return self.boundary_us
+
+    def _phase(self, trained, nograd):
+        if trained:
+            return "train"
+        if nograd or self.model_training is False:
+            return "eval"
+        return "other"
+
+    def _close(self, end_us):
+        o = self.open
+        self.open = None
+        phase = self._phase(o.stepped or o.backward, o.nograd or not o.grad or not self.grad_enabled())
+        self._emit(o.start, end_us, phase)
+
+    def _emit(self, start, end, phase):
+        self.index += 1
+        index = self.index
+        self.boundary_us = end
+        self.since = _Since()
+        self.ch.send({"t": "iteration", "index": index, "phase": phase, "start_us": start, "end_us": end})
+        self._after_iteration(index)
+
+    def _after_iteration(self, index):
+        if not self.cuda_recording:
+            return
+        try:
+            now = time.monotonic()
+            if now - self.last_sample >= 0.2:
+                self.last_sample = now
+                self.sample()
+            trigger = None
+            if self.ch.snapshot_requested:
+                self.ch.snapshot_requested = False
+                trigger = "request"
+            elif self.wants_snapshot(index):
+                trigger = "iteration"
+            elif self.snapshot_period > 0 and now - self.last_periodic >= self.snapshot_period:
+                trigger = "periodic"
+            if trigger is not None:
+                if trigger == "periodic" or self.snapshot_period > 0:
+                    self.last_periodic = now
+                self.take_snapshot(trigger, index)
+        except Exception as e:
+            self.error("after iteration", e)
+
+    def finish_open_iteration(self):
+        with self.lock:
+            o = self.open
+            if o is not None:
+                self._close(o.step_end if o.stepped else _now_us())
+
+    # -- CUDA --------------------------------------------------------------------------------
+
+    def sample(self):
+        torch = self.torch
+        if not torch.cuda.is_initialized():
+            return
+        t = _now_us()
+        for d in range(torch.cuda.device_count()):
+            stats = torch.cuda.memory_stats(d)
+            reserved = stats.get("reserved_bytes.all.current", 0)
+            if not reserved:
+                continue
+            self.ch.send({"t": "sample", "time_us": t, "device": d, "source": "torch", "reserved": reserved,
+                          "allocated": stats.get("allocated_bytes.all.current", 0)})
+
+    def take_snapshot(self, trigger, iteration, keep=False):
+        if not self.cuda_recording or os.getpid() != self.pid:
+            return False
+        t = _now_us()
+        try:
+            snap = self.torch.cuda.memory._snapshot()
+        except Exception as e:
+            self.error("snapshot", e)
+            return False
+        head = {"t": "snapshot", "iteration": iteration, "trigger": trigger, "time_us": t,
+                "info": {"torch": self.torch.__version__, "max_entries": self.cfg.get("max_entries"),
+                         "stacks": self.cfg.get("stacks")}}
+        ok = self.ch.send_pickled(head, snap, keep=keep)
+        if not ok and not self.ch.dead:
+            self.ch.send({"t": "marker", "time_us": t, "iteration": iteration, "name": "snapshot_dropped",
+                          "data": {"trigger": trigger, "reason": "the sender is still busy with earlier snapshots"}})
+        return ok
+
+    def on_cuda_init(self):
+        """Runs when the job initialises CUDA (queued with torch.cuda._lazy_call)."""
+        if not self.alive():
+            return
+        torch = self.torch
+        try:
+            api = enable_history(torch, self.cfg.get("stacks") or "python", int(self.cfg.get("max_entries") or 100000))
+            self.cuda_recording = True
+            if self.cfg.get("oom_snapshot", True):
+                attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+                if attach is not None:
+                    attach(self.on_oom)
+            devices = []
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                devices.append({"index": i, "name": p.name, "total_bytes": int(p.total_memory)})
+            self.ch.send({"t": "process", "allocator_snapshots": True, "snapshots_note": "",
+                          "devices": devices, "cuda": torch.version.cuda or getattr(torch.version, "hip", "") or "",
+                          "info": {"history_api": api, "oom_observer": attach is not None if self.cfg.get(
+                              "oom_snapshot", True) else False}})
+        except Exception as e:
+            self.cuda_note = "recording the allocator history failed: %s: %s" % (type(e).__name__, e)
+            self.ch.send({"t": "process", "allocator_snapshots": False, "snapshots_note": self.cuda_note})
+            self.error("enabling the allocator history", e)
+
+    def on_oom(self, device, alloc, device_total, device_free):
+        if os.getpid() != self.pid:
+            return
+        try:
+            t = _now_us()
+            self.ch.send({"t": "marker", "time_us": t, "iteration": self.index + 1, "name": "out_of_memory",
+                          "data": {"device": device, "requested": alloc, "device_total": device_total,
+                                   "device_free": device_free}})
+            if self.cfg.get("oom_snapshot", True):
+                self.take_snapshot("oom", self.index + 1, keep=True)
+        except Exception as e:
+            self.error("out-of-memory observer", e)
+
+    # -- torch ---------------------------------------------------------------------------------
+
+    def on_torch_imported(self, torch):
+        if self.torch is not None or not self.alive():
+            return
+        self.torch = torch
+        cuda = getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)
+        msg = {"t": "process", "torch": str(torch.__version__), "cuda": cuda or ""}
+        if not cuda:
+            self.cuda_note = ("torch %s is a CPU-only build: there is no CUDA allocator, so no allocator "
+                              "snapshots" % torch.__version__)
+            msg["allocator_snapshots"] = False
+            msg["snapshots_note"] = self.cuda_note
+        self.ch.send(msg)
+        for name, install in (("optimizer", _patch_optimizer), ("dataloader", _patch_dataloader),
+                              ("backward", _patch_backward), ("module", _patch_module_train),
+                              ("grad mode", _patch_no_grad)):
+            try:
+                install(self, torch)
+                self.hooks.append(name)
+            except Exception as e:
+                self.error("installing the %s hook" % name, e)
+        if cuda:
+            try:
+                if torch.cuda.is_initialized():
+                    self.on_cuda_init()
+                else:
+                    torch.cuda._lazy_call(self._lazy_cuda_init)
+            except Exception as e:
+                self.error("waiting for CUDA", e)
+        # Registered after torch's own handlers, so it runs before them.
+        atexit.register(self.at_exit)
+
+    def _lazy_cuda_init(self):
+        try:
+            self.on_cuda_init()
+        except Exception as e:  # an exception here would surface in the job's first CUDA call
+            self.error("CUDA initialisation hook", e)
+
+    def at_exit(self):
+        if os.getpid() != self.pid or self.exited:
+            return
+        try:
+            self.finish_open_iteration()
+            if self.cuda_recording and self.cfg.get("exit_snapshot", True):
+                self.take_snapshot("exit", self.index, keep=True)
+            elif self.torch is not None and not self.cuda_recording and not self.cuda_note:
+                self.ch.send({"t": "process", "allocator_snapshots": False,
+                              "snapshots_note": "the job did not use CUDA"})
+            self.ch.send({"t": "bye", "reason": "exit", "dropped": self.ch.dropped})
+        except Exception as e:
+            self.error("exit", e)
+        self.exited = True
+        self.ch.flush(600)
+        self.ch.close()
+
+    def after_fork_child(self):
+        self.exited = True
+        self.ch.forget_after_fork()
+
+
+# -- recording the allocator history, per torch version ------------------------------------------
+
+def enable_history(torch, stacks, max_entries):
+    """Turns on torch.cuda.memory._record_memory_history; returns which form was used."""
+    mem = torch.cuda.memory
+    record = mem._record_memory_history
+    if hasattr(mem, "_record_memory_history_impl"):
+        # torch >= 2.1: (enabled="all", context="all", stacks="all", max_entries, ...)
+        record(enabled="all", context=None if stacks == "none" else "all",
+               stacks="all" if stacks == "all" else "python", max_entries=max_entries)
+        return "2.1+"
+    import inspect
+
+    try:
+        params = inspect.signature(record).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "trace_alloc_max_entries" in params:
+        # torch 2.0: (enabled, record_context, trace_alloc_max_entries, trace_alloc_record_context,
+        #             device, record_context_cpp)
+        kwargs = {"record_context": stacks != "none", "trace_alloc_max_entries": max_entries,
+                  "trace_alloc_record_context": stacks != "none"}
+        if "record_context_cpp" in params:
+            kwargs["record_context_cpp"] = stacks == "all"
+        record(True, **kwargs)
+        return "2.0"
+    record(True)  # torch 1.13: (enabled, device=None); Python stacks, no trace
+    return "1.13"
+
+
+# -- patches ----------------------------------------------------------------------------------------
+
+def _patch_optimizer(agent, torch):
+    opt_module = importlib.import_module("torch.optim.optimizer")  # 1.13 deletes the attribute
+    Optimizer = opt_module.Optimizer
+    register = getattr(opt_module, "register_optimizer_step_post_hook", None)
+    orig_init = Optimizer.__init__
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        try:
+            agent.on_setup()
+            if register is None:
+                _wrap_step(agent, type(self))
+        except Exception as e:
+            agent.error("optimizer created", e)
+
+    Optimizer.__init__ = __init__
+    if register is not None:
+        def post_hook(optimizer, args, kwargs):
+            try:
+                agent.on_step()
+            except Exception as e:
+                agent.error("optimizer step", e)
+
+        register(post_hook)
+
+
+def _wrap_step(agent, cls):
+    """torch < 2.0: wrap cls.step once; nested steps (super().step()) count once."""
+    if cls.__dict__.get("_memlens_step_wrapped"):
+        return
+    orig = cls.step
+    tls = agent.tls
+
+    @functools.wraps(orig)
+    def step(self, *args, **kwargs):
+        tls.depth = getattr(tls, "depth", 0) + 1
+        try:
+            result = orig(self, *args, **kwargs)
+        finally:
+            tls.depth -= 1
+        if tls.depth == 0:
+            try:
+                agent.on_step()
+            except Exception as e:
+                agent.error("optimizer step", e)
+        return result
+
+    cls.step = step
+    cls._memlens_step_wrapped = True
+
+
+def _patch_dataloader(agent, torch):
+    base = importlib.import_module("torch.utils.data.dataloader")._BaseDataLoaderIter
+    orig_next = base.__next__
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        t0 = _now_us()
+        try:
+            agent.on_batch_start(self)
+        except Exception as e:
+            agent.error("batch", e)
+        try:
+            data = orig_next(self)
+        except StopIteration:
+            try:
+                agent.on_loader_end(self)
+            except Exception as e:
+                agent.error("loader end", e)
+            raise
+        try:
+            agent.on_batch(self, t0)
+        except Exception as e:
+            agent.error("batch", e)
+        return data
+
+    base.__next__ = __next__
+
+
+def _patch_backward(agent, torch):
+    autograd = torch.autograd
+    orig = autograd.backward
+
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        try:
+            agent.on_backward()
+        except Exception:
+            pass
+        return orig(*args, **kwargs)
+
+    autograd.backward = backward
+
+
+def _patch_module_train(agent, torch):
+    Module = torch.nn.Module
+    orig = Module.train
+    tls = agent.tls
+
+    @functools.wraps(orig)
+    def train(self, mode=True):
+        tls.train_depth = getattr(tls, "train_depth", 0) + 1
+        try:
+            return orig(self, mode)
+        finally:
+            tls.train_depth -= 1
+            if tls.train_depth == 0:
+                try:
+                    agent.on_train_mode(mode)
+                except Exception:
+                    pass
+
+    Module.train = train
+
+
+def _patch_no_grad(agent, torch):
+    for cls in (getattr(torch, "no_grad", None), getattr(torch, "inference_mode", None)):
+        if cls is None or not isinstance(cls, type) or "__enter__" not in cls.__dict__:
+            continue
+        orig = cls.__enter__
+
+        def __enter__(self, _orig=orig):
+            result = _orig(self)
+            try:
+                agent.on_no_grad()
+            except Exception:
+                pass
+            return result
+
+        functools.update_wrapper(__enter__, orig)
+        cls.__enter__ = __enter__
+
+
+# -- noticing `import torch` ----------------------------------------------------------------------
+
+class _TorchWatcher(object):
+    """A meta path finder that lets `import torch` run as usual and calls back when it is done."""
+
+    def __init__(self, on_loaded):
+        self.on_loaded = on_loaded
+        self.busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _LoaderWrapper(spec.loader, self)
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+class _LoaderWrapper(object):
+    def __init__(self, loader, watcher):
+        self.loader = loader
+        self.watcher = watcher
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        # torch sees its real loader.
+        try:
+            module.__loader__ = self.loader
+            if module.__spec__ is not None:
+                module.__spec__.loader = self.loader
+        except Exception:
+            pass
+        self.loader.exec_module(module)
+        try:
+            sys.meta_path.remove(self.watcher)
+        except ValueError:
+            pass
+        try:
+            self.watcher.on_loaded(module)
+        except Exception as e:
+            sys.stderr.write("memlens: agent: after import torch: %s: %s\n" % (type(e).__name__, e))
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+# -- start -------------------------------------------------------------------------------------------
+
+def _cmdline():
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            parts = f.read().split(b"\0")
+        return [p.decode("utf-8", "replace") for p in parts if p] or list(sys.argv)
+    except OSError:
+        return list(getattr(sys, "orig_argv", sys.argv))
+
+
+def start_from_environment():
+    """Connects to the recorder named in the environment; the first Python process of the job
+    takes the recording (the variables are removed, so that its children do not)."""
+    global _agent
+    if _agent is not None:
+        return _agent
+    path = os.environ.pop("MEMLENS_SOCKET", None)
+    config_text = os.environ.pop("MEMLENS_AGENT_CONFIG", None) or "{}"
+    if not path:
+        return None
+    try:
+        config = json.loads(config_text)
+        if not isinstance(config, dict):
+            config = {}
+    except ValueError:
+        config = {}
+    channel = _channel.Channel(path)
+    agent = Agent(channel, config)
+    import platform
+    import socket as _socket
+
+    channel.send({"t": "hello", "v": 1, "agent": "python " + VERSION, "pid": os.getpid(), "ppid": os.getppid(),
+                  "argv": _cmdline(), "cwd": os.getcwd(), "host": _socket.gethostname(),
+                  "python": platform.python_version(), "time_us": _now_us()})
+    _agent = agent
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=agent.after_fork_child)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "cuda"):
+        agent.on_torch_imported(torch)
+    else:
+        sys.meta_path.insert(0, _TorchWatcher(agent.on_torch_imported))
+        # Without torch the session still ends cleanly.
+        atexit.register(_exit_without_torch)
+    return agent
+
+
+def _exit_without_torch():
+    a = _agent
+    if a is None or a.torch is not None or os.getpid() != a.pid or a.exited:
+        return
+    try:
+        a.finish_open_iteration()
+        a.ch.send({"t": "process", "allocator_snapshots": False,
+                   "snapshots_note": "the job did not import torch"})
+        a.ch.send({"t": "bye", "reason": "exit"})
+    except Exception:
+        pass
+    a.exited = True
+    a.ch.flush(60)
+    a.ch.close()

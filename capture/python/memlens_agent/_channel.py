@@ -1,0 +1,201 @@
+"""The job's end of the recorder socket (protocol: capture/include/memlens/capture/Protocol.h).
+
+Frames: b"MLS1", u32 JSON length, u64 blob length (little-endian), the JSON, the blob.
+
+Sending never blocks the caller. A small message goes out at once from the calling thread when
+nothing is waiting (a non-blocking send: once the call returns, the message survives the process
+being killed). Everything else waits in a bounded queue for the sender thread, which also pickles
+snapshots, so that a snapshot of hundreds of MB costs the training loop only the _snapshot() call.
+"""
+
+import collections
+import json
+import os
+import pickle
+import socket
+import struct
+import threading
+
+_HEADER = struct.Struct("<4sIQ")
+_MAGIC = b"MLS1"
+
+
+def encode(head, blob_len=0):
+    js = json.dumps(head, separators=(",", ":"), default=str).encode("utf-8", "replace")
+    return _HEADER.pack(_MAGIC, len(js), blob_len) + js
+
+
+class Channel(object):
+    def __init__(self, path, max_items=10000, max_bytes=512 << 20, max_pending_snapshots=2):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            _pid, uid, _gid = struct.unpack("3i", cred)
+            if uid != os.getuid():
+                raise PermissionError("the recorder at %s runs as another user" % path)
+        except Exception:
+            s.close()
+            raise
+        self._sock = s
+        self._pid = os.getpid()
+        self._cv = threading.Condition(threading.Lock())
+        self._queue = collections.deque()
+        self._queued_bytes = 0
+        self._pending_snapshots = 0
+        self._busy = False
+        self._closing = False
+        self.dead = False
+        self.dropped = 0
+        self.snapshot_requested = False
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.max_pending_snapshots = max_pending_snapshots
+        self._sender = threading.Thread(target=self._send_loop, name="memlens-sender", daemon=True)
+        self._reader = threading.Thread(target=self._read_loop, name="memlens-reader", daemon=True)
+        self._sender.start()
+        self._reader.start()
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def send(self, head):
+        """A small message. False when dropped (queue full) or the recorder is gone."""
+        data = encode(head)
+        cv = self._cv
+        with cv:
+            if self.dead:
+                return False
+            if not self._queue and not self._busy:
+                try:
+                    n = self._sock.send(data, socket.MSG_DONTWAIT)
+                except (BlockingIOError, InterruptedError):
+                    n = 0
+                except OSError:
+                    self.dead = True
+                    return False
+                if n == len(data):
+                    return True
+                self._queue.appendleft(("raw", data[n:]))  # the rest goes first
+                self._queued_bytes += len(data) - n
+                cv.notify()
+                return True
+            if len(self._queue) >= self.max_items:
+                self.dropped += 1
+                return False
+            self._queue.append(("raw", data))
+            self._queued_bytes += len(data)
+            cv.notify()
+            return True
+
+    def send_pickled(self, head, obj, keep=False):
+        """head plus pickle.dumps(obj) as the blob, pickled on the sender thread. keep: ignore
+        the bounds (out-of-memory and exit snapshots)."""
+        with self._cv:
+            if self.dead:
+                return False
+            if not keep and (self._pending_snapshots >= self.max_pending_snapshots
+                             or self._queued_bytes > self.max_bytes):
+                self.dropped += 1
+                return False
+            self._pending_snapshots += 1
+            self._queue.append(("pickle", head, obj))
+            self._cv.notify()
+            return True
+
+    def _send_loop(self):
+        cv = self._cv
+        while True:
+            with cv:
+                while not self._queue and not self._closing:
+                    cv.wait()
+                if not self._queue:
+                    return
+                item = self._queue.popleft()
+                self._busy = True
+            size = 0
+            try:
+                if item[0] == "raw":
+                    size = len(item[1])
+                    if not self.dead:
+                        self._sock.sendall(item[1])
+                else:
+                    head, obj = item[1], item[2]
+                    item = None
+                    blob = pickle.dumps(obj)  # exactly what torch.cuda.memory._dump_snapshot writes
+                    obj = None
+                    if not self.dead:
+                        self._sock.sendall(encode(head, len(blob)))
+                        self._sock.sendall(blob)
+                    blob = None
+            except Exception:
+                self.dead = True
+            finally:
+                with cv:
+                    self._busy = False
+                    if size:
+                        self._queued_bytes -= size
+                    else:
+                        self._pending_snapshots -= 1
+                    if self.dead:
+                        self._queue.clear()
+                        self._queued_bytes = 0
+                        self._pending_snapshots = 0
+                    cv.notify_all()
+
+    def flush(self, timeout):
+        """Waits until everything queued was handed to the socket; False on timeout."""
+        with self._cv:
+            return self._cv.wait_for(lambda: (not self._queue and not self._busy) or self.dead, timeout) \
+                and not self.dead
+
+    def close(self):
+        with self._cv:
+            self._closing = True
+            self._cv.notify_all()
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def forget_after_fork(self):
+        """In a forked child: drop the inherited socket without touching the parent's stream
+        (and without the locks, which another thread may have held at the fork)."""
+        self.dead = True
+        try:
+            fd = self._sock.detach()
+            os.close(fd)
+        except Exception:
+            pass
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def _read_loop(self):
+        buf = b""
+        while True:
+            try:
+                data = self._sock.recv(65536)
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            buf += data
+            while len(buf) >= _HEADER.size:
+                magic, jlen, blen = _HEADER.unpack_from(buf)
+                if magic != _MAGIC:
+                    buf = b""
+                    break
+                end = _HEADER.size + jlen + blen
+                if len(buf) < end:
+                    break
+                try:
+                    head = json.loads(buf[_HEADER.size:_HEADER.size + jlen].decode("utf-8"))
+                except ValueError:
+                    head = {}
+                buf = buf[end:]
+                if isinstance(head, dict) and head.get("t") == "snapshot_request":
+                    self.snapshot_requested = True
+        # The recorder went away: stop sending (in this process only).
+        if os.getpid() == self._pid:
+            self.dead = True
