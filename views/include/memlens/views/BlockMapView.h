@@ -1,0 +1,64 @@
+#pragma once
+// Every segment of the device right after the current trace entry, as strips of blocks coloured
+// by state; a totals line (reserved, allocated, free, largest free block, fragmentation); at an
+// `oom` entry, the verdict on why it failed. Hovering a block shows it and the top of its stack;
+// clicking selects the allocation and goes to the entry that allocated it.
+#include "memlens/model/OomVerdict.h"
+
+#include <QPointer>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class QLabel;
+class QScrollArea;
+class QStackedWidget;
+class QToolButton;
+
+namespace memlens::views {
+
+class BlockMapCanvas;
+class ColorLegend;
+class SnapshotDocument;
+
+class BlockMapView : public QWidget {
+    Q_OBJECT
+public:
+    explicit BlockMapView(QWidget* parent = nullptr);
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const { return m_doc; }
+
+    // What the view shows, for tests and for the window's status bar.
+    QString totalsText() const;
+    QString verdictText() const;  // empty unless the current entry is an oom
+    bool isShowingPlaceholder() const;
+    BlockMapCanvas* canvas() const { return m_canvas; }
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    void refresh();
+    void deviceChanged();
+    void blockClicked(uint32_t segment, uint32_t block);
+    void showPlaceholder(const QString& text);
+    void updateVerdict();
+    void updateTotals();
+
+    QPointer<SnapshotDocument> m_doc;
+    QStackedWidget* m_pages = nullptr;
+    QLabel* m_placeholder = nullptr;
+    QLabel* m_verdict = nullptr;
+    QLabel* m_totals = nullptr;
+    QLabel* m_scale = nullptr;
+    QToolButton* m_fit = nullptr;
+    QScrollArea* m_scroll = nullptr;
+    BlockMapCanvas* m_canvas = nullptr;
+    ColorLegend* m_legend = nullptr;
+    std::vector<int64_t> m_ooms;  // oom entries of the current device
+    std::optional<model::OomVerdict> m_verdictValue;
+    bool m_selecting = false;
+};
+
+} // namespace memlens::views

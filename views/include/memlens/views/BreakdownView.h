@@ -1,0 +1,64 @@
+#pragma once
+// "Why nvidia-smi shows more": at the current trace entry, the reserved memory split into its
+// parts (live tensors, rounding, pending frees, fragmented free space, free segments) as one
+// stacked bar with a byte count and a sentence per part. Process figures from a captured session
+// continue the bar up to nvidia-smi's number; without them the view says what a snapshot misses.
+#include "memlens/model/MemoryBreakdown.h"
+
+#include <QPointer>
+#include <QVector>
+#include <QWidget>
+
+#include <optional>
+
+class QGridLayout;
+class QLabel;
+class QStackedWidget;
+
+namespace memlens::views {
+
+class BreakdownBar;
+class SnapshotDocument;
+
+class BreakdownView : public QWidget {
+    Q_OBJECT
+public:
+    explicit BreakdownView(QWidget* parent = nullptr);
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const { return m_doc; }
+    // Figures measured of the process (a captured session); nullopt when none are known.
+    void setProcessFigures(const std::optional<model::ProcessFigures>& figures);
+
+    const model::MemoryBreakdown& breakdown() const { return m_breakdown; }
+    QString headlineText() const;
+    QString noteText() const;
+    // "label|bytes|explanation" per row shown, for tests.
+    QStringList rowTexts() const;
+    bool isShowingPlaceholder() const;
+
+private:
+    void refresh();
+    void ensureRows(int count);
+
+    struct Row {
+        QLabel* swatch;
+        QLabel* label;
+        QLabel* bytes;
+        QLabel* percent;
+        QLabel* explanation;
+    };
+
+    QPointer<SnapshotDocument> m_doc;
+    std::optional<model::ProcessFigures> m_process;
+    model::MemoryBreakdown m_breakdown;
+    QStackedWidget* m_pages = nullptr;
+    QLabel* m_placeholder = nullptr;
+    QLabel* m_headline = nullptr;
+    BreakdownBar* m_bar = nullptr;
+    QGridLayout* m_grid = nullptr;
+    QWidget* m_gridHost = nullptr;
+    QVector<Row> m_rows;
+    QLabel* m_note = nullptr;
+};
+
+} // namespace memlens::views
