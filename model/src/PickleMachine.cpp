@@ -110,12 +110,30 @@ size_t PickleMachine::markBase() {
     return m;
 }
 
+uint32_t PickleMachine::makeNode(Tag kind) {
+    uint32_t id = doc_.newNode(kind);
+    if (id >= nodeMemo_.size()) nodeMemo_.resize(id + 1);
+    nodeMemo_[id] = 0;
+    return id;
+}
+
+void PickleMachine::collapsed(uint32_t id, Value c) {
+    uint32_t m = nodeMemo_[id];
+    if (m == 0 || m == kShared) return;
+    MemoSlot& slot = memo_[m - 1];
+    if ((slot.tag == Tag::List || slot.tag == Tag::Dict) && slot.ref == id) slot = encode(c);
+}
+
 Value PickleMachine::store(Value v) {
     if (!v.isContainer()) return v;
     auto& nd = doc_.node(v.ref);
     if (nd.isCollapsed()) {
-        nd.markUsed();
-        return nd.collapsedValue();
+        Value c = nd.collapsedValue();
+        if (nodeMemo_[v.ref] != kShared)
+            doc_.recycle(v.ref);  // its memo slot holds c now: nothing refers to the node
+        else
+            nd.markUsed();
+        return c;
     }
     if (!nd.used()) {
         nd.markUsed();
@@ -123,6 +141,8 @@ Value PickleMachine::store(Value v) {
             Value c = hooks_->collapse(doc_, v);
             if (c.tag != v.tag || c.ref != v.ref) {
                 doc_.node(v.ref).collapse(c);
+                collapsed(v.ref, c);
+                if (nodeMemo_[v.ref] != kShared) doc_.recycle(v.ref);
                 return c;
             }
         }
@@ -144,6 +164,8 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         std::vector<Value> items;
         hooks_->expandList(doc_, nd.collapsedValue(), items);
         nd.uncollapse();
+        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && memo_[m - 1].tag == Tag::Stack)
+            memo_[m - 1] = encode(Value::node(Tag::List, id));  // the memo refers to the list again
         doc_.append(id, items.data(), items.size());
     }
     uint32_t depth = doc_.node(id).depth;
@@ -165,6 +187,7 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
                                             : false;
         if (absorbed) {
             doc_.node(id).collapse(out);
+            collapsed(id, out);
             stack_.resize(from);
             return;
         }
@@ -175,7 +198,7 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
 }
 
 Value PickleMachine::makeTuple(size_t from) {
-    auto id = doc_.newNode(Tag::Tuple);
+    auto id = makeNode(Tag::Tuple);
     uint32_t depth = 1;
     for (size_t i = from; i < stack_.size(); ++i) {
         stack_[i] = store(stack_[i]);
@@ -190,6 +213,12 @@ Value PickleMachine::makeTuple(size_t from) {
 }
 
 void PickleMachine::memoPut(uint64_t index, Value v) {
+    v = resolve(v);
+    if (v.isContainer()) {
+        uint32_t& m = nodeMemo_[v.ref];
+        bool dense = index <= memo_.size() + 65536;
+        m = (m == 0 && dense && index < kShared - 1) ? static_cast<uint32_t>(index + 1) : kShared;
+    }
     if (index == memo_.size()) {
         memo_.push_back(encode(v));
     } else if (index < memo_.size()) {
@@ -210,13 +239,18 @@ Value PickleMachine::memoGet(uint64_t index) {
         Value v = decode(slot);
         if (v.isContainer()) {
             v = resolve(v);
-            if (!v.isContainer()) slot = encode(v);  // later gets skip the node
+            if (!v.isContainer())
+                slot = encode(v);  // later gets skip the node
+            else
+                markShared(v);
         }
         return v;
     }
     auto it = sparseMemo_.find(index);
     if (it == sparseMemo_.end()) fail("memo entry " + std::to_string(index) + " is read before it was stored");
-    return resolve(it->second);
+    Value v = resolve(it->second);
+    markShared(v);
+    return v;
 }
 
 static_assert(std::endian::native == std::endian::little, "the integer decoding assumes a little-endian host");
@@ -316,6 +350,7 @@ void PickleMachine::frameRun() {
         in_.skip(len);
         marks_.pop_back();
         doc_.node(id).collapse(out);
+        collapsed(id, out);
     }
 }
 
@@ -360,6 +395,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             stack_.resize(markBase());
             break;
         case '2':  // DUP
+            markShared(top());
             push(top());
             break;
         // --- scalars
@@ -492,15 +528,15 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             break;
         }
         // --- containers
-        case '}': push(Value::node(Tag::Dict, doc_.newNode(Tag::Dict))); break;
-        case ']': push(Value::node(Tag::List, doc_.newNode(Tag::List))); break;
-        case 0x8f: push(Value::node(Tag::Set, doc_.newNode(Tag::Set))); break;
-        case ')': push(Value::node(Tag::Tuple, doc_.newNode(Tag::Tuple))); break;
+        case '}': push(Value::node(Tag::Dict, makeNode(Tag::Dict))); break;
+        case ']': push(Value::node(Tag::List, makeNode(Tag::List))); break;
+        case 0x8f: push(Value::node(Tag::Set, makeNode(Tag::Set))); break;
+        case ')': push(Value::node(Tag::Tuple, makeNode(Tag::Tuple))); break;
         case 'd':
         case 'l': {  // DICT, LIST from the items above the last MARK
             size_t base = markBase();
             Tag t = op == 'd' ? Tag::Dict : Tag::List;
-            Value c = Value::node(t, doc_.newNode(t));
+            Value c = Value::node(t, makeNode(t));
             appendTo(c, base);
             push(c);
             break;
@@ -521,7 +557,7 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
         }
         case 0x91: {  // FROZENSET
             size_t base = markBase();
-            Value c = Value::node(Tag::Set, doc_.newNode(Tag::Set));
+            Value c = Value::node(Tag::Set, makeNode(Tag::Set));
             appendTo(c, base);
             push(c);
             break;

@@ -45,9 +45,8 @@ void TraceColumns::reserve(size_t n) {
 void TraceColumns::clear() { *this = TraceColumns(); }
 
 size_t TraceColumns::memoryBytes() const {
-    return action.capacity() + actionName.capacity() * 4 + flags.capacity() + addr.capacity() * 8 +
-           size.capacity() * 8 + stream.capacity() * 8 + timeUs.capacity() * 8 + stack.capacity() * 4 +
-           compileContext.capacity() * 4 + userMetadata.capacity() * 4;
+    // rows in use: capacity reserved beyond them is address space the kernel never backs
+    return rows() * (sizeof(Action) + 4 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4);
 }
 
 Snapshot::Snapshot() : stackOffsets{0, 0} {}

@@ -45,10 +45,19 @@ public:
     StringTable strings;
 
     uint32_t newNode(Tag kind) {
+        if (!free_.empty()) {
+            uint32_t id = free_.back();
+            free_.pop_back();
+            nodes_[id] = Node{};
+            nodes_[id].kind = kind;
+            return id;
+        }
         nodes_.emplace_back();
         nodes_.back().kind = kind;
         return static_cast<uint32_t>(nodes_.size() - 1);
     }
+    // A node nothing refers to any more (collapsed, and its memo slot rewritten) is reused.
+    void recycle(uint32_t id) { free_.push_back(id); }
     void reserve(size_t nodes);
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
@@ -87,6 +96,7 @@ public:
 
 private:
     std::vector<Node> nodes_;
+    std::vector<uint32_t> free_;
     std::vector<Chunk> chunks_;
     std::vector<Value> pool_;
 };

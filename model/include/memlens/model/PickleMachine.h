@@ -48,8 +48,9 @@ public:
     Value& back() { return data_[size_ - 1]; }
     void pop_back() { --size_; }
     void resize(size_t n) { size_ = n; }  // shrinks only
-    void push_back(Value v) {
-        if (size_ == cap_) grow();
+    [[gnu::always_inline]] void push_back(Value v) {
+        if (size_ == cap_) [[unlikely]]
+            grow();
         data_[size_++] = v;
     }
     void reserve(size_t n) {
@@ -57,7 +58,7 @@ public:
     }
 
 private:
-    void grow() {
+    [[gnu::noinline]] void grow() {
         size_t cap = cap_ ? cap_ * 2 : 1024;
         std::unique_ptr<Value[]> d(new Value[cap]);
         std::copy(data_.get(), data_.get() + size_, d.get());
@@ -104,6 +105,11 @@ private:
     std::string readLine();
     Value parseDecimal(const std::string& text, bool allowBoolForm);
     Value makeTuple(size_t from);
+    uint32_t makeNode(Tag kind);
+    void markShared(const Value& v) {
+        if (v.isContainer()) nodeMemo_[v.ref] = kShared;
+    }
+    void collapsed(uint32_t id, Value c);  // rewrites the node's memo slot to the collapsed value
     void frameRun();
     size_t scanFrameRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
@@ -133,6 +139,11 @@ private:
         return {0, m.ref, m.tag};
     }
     std::vector<MemoSlot> memo_;
+    // Per container node: 1 + the memo slot that refers to it, 0 for none, kShared when it may be
+    // referred to from elsewhere too (a second memo slot, DUP, a memo get): only unshared
+    // collapsed nodes are recycled.
+    static constexpr uint32_t kShared = ~uint32_t(0);
+    std::vector<uint32_t> nodeMemo_;
     std::vector<uint64_t> memoNumbers_;
     std::vector<uint32_t> runIds_;
     std::unordered_map<uint64_t, Value> sparseMemo_;
