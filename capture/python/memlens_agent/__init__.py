@@ -12,7 +12,7 @@ Outside a recording every function does nothing. None of them raises.
 
 from . import _agent as _a
 
-__all__ = ["enabled", "iteration", "mark_step", "marker", "snapshot", "graph_scan"]
+__all__ = ["enabled", "iteration", "mark_step", "marker", "snapshot", "graph_scan", "scan_graphs"]
 
 
 def enabled():
@@ -74,3 +74,16 @@ def graph_scan(scan, partial=False, phase=None, iteration=None):
                    "phase": phase or "", "time_us": _a._now_us(), "partial": bool(partial), "scan": scan})
     except Exception as e:
         a.error("graph_scan", e)
+
+
+def scan_graphs():
+    """Scans for retained autograd graphs now and records the scan (trigger "request"); returns
+    the scan (a JSON-able dict, see README-graphs.md), or None outside a recording."""
+    a = _a._agent
+    if a is None or not a.alive():
+        return None
+    try:
+        return a.graphs.scan(a.index + 1, "", "request")
+    except Exception as e:
+        a.error("scan_graphs", e)
+        return None

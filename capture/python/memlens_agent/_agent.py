@@ -99,6 +99,9 @@ class Agent(object):
         self.snapshot_ranges = [(int(a), int(b)) for a, b in ranges]
         self.snapshot_every = int(config.get("snapshot_every") or 0)
         self.snapshot_period = float(config.get("snapshot_period_s") or 0)
+        from . import graphs_agent  # retained-graph scans (README-graphs.md)
+
+        self.graphs = graphs_agent.GraphScans(self, config)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -241,6 +244,10 @@ class Agent(object):
         self.since = _Since()
         self.ch.send({"t": "iteration", "index": index, "phase": phase, "start_us": start, "end_us": end})
         self._after_iteration(index)
+        try:
+            self.graphs.at_boundary(index, phase)
+        except Exception as e:
+            self.error("graph scan", e)
 
     def _after_iteration(self, index):
         if not self.cuda_recording:
@@ -391,6 +398,10 @@ class Agent(object):
             elif self.torch is not None and not self.cuda_recording and not self.cuda_note:
                 self.ch.send({"t": "process", "allocator_snapshots": False,
                               "snapshots_note": "the job did not use CUDA"})
+            try:
+                self.graphs.at_exit(self.index, "exit")
+            except Exception as e:
+                self.error("exit graph scan", e)
             self.ch.send({"t": "bye", "reason": "exit", "dropped": self.ch.dropped})
         except Exception as e:
             self.error("exit", e)

@@ -48,6 +48,7 @@ class Channel(object):
         self.dead = False
         self.dropped = 0
         self.snapshot_requested = False
+        self.graph_scan_requested = False
         self.max_items = max_items
         self.max_bytes = max_bytes
         self.max_pending_snapshots = max_pending_snapshots
@@ -196,6 +197,8 @@ class Channel(object):
                 buf = buf[end:]
                 if isinstance(head, dict) and head.get("t") == "snapshot_request":
                     self.snapshot_requested = True
+                if isinstance(head, dict) and head.get("t") in ("snapshot_request", "graph_scan_request"):
+                    self.graph_scan_requested = True
         # The recorder went away: stop sending (in this process only).
         if os.getpid() == self._pid:
             self.dead = True

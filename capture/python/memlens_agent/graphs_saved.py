@@ -56,9 +56,15 @@ class HookProbe:
             result = {}
             t = threading.Thread(target=self._calibrate_thread, args=(torch, result),
                                  name="memlens-graphs-calibrate", daemon=True)
-            t.start()
-            t.join(timeout)
-            if t.is_alive():
+            try:
+                t.start()
+                t.join(timeout)
+            except RuntimeError:
+                # no new threads at interpreter shutdown (an exit scan that is the first scan):
+                # calibrate here; at exit no saved_tensors_hooks context is open any more
+                t = None
+                self._calibrate_thread(torch, result)
+            if t is not None and t.is_alive():
                 self.mode, self.reason = "unavailable", "calibration did not finish"
             elif "offset" in result:
                 self.mode, self.offset = "memory", result["offset"]
