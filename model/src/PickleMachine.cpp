@@ -319,8 +319,13 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
 // APPENDS. Scans one in the buffered bytes at p without consuming anything; on success returns
 // the number of bytes it spans (APPENDS included) and leaves the frame ids in runIds_.
 size_t PickleMachine::scanFrameRun(const uint8_t* p, size_t avail) {
-    runIds_.clear();
+    avail = std::min<size_t>(avail, 8192);  // longer lists take the general path
+    if (runIds_.size() < avail / 2 + 1) runIds_.resize(avail / 2 + 1);  // a frame takes 2 bytes or more
+    uint32_t* ids = runIds_.data();
+    size_t n = 0;
     size_t pos = 0;
+    const MemoSlot* memo = memo_.data();
+    size_t memoSize = memo_.size();
     for (;;) {
         uint64_t idx;
         if (pos + 2 <= avail && p[pos] == 'h') {
@@ -332,10 +337,11 @@ size_t PickleMachine::scanFrameRun(const uint8_t* p, size_t avail) {
         } else {
             break;
         }
-        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) return 0;
-        runIds_.push_back(memo_[idx].ref);
+        if (idx >= memoSize || memo[idx].tag != Tag::Frame) return 0;
+        ids[n++] = memo[idx].ref;
     }
-    if (runIds_.empty() || pos >= avail || p[pos] != 'e') return 0;
+    runCount_ = n;
+    if (n == 0 || pos >= avail || p[pos] != 'e') return 0;
     return pos + 1;
 }
 
@@ -346,7 +352,7 @@ void PickleMachine::frameRun() {
     if (nd.count != 0 || nd.used() || nd.isCollapsed()) return;
     size_t len = scanFrameRun(in_.cursor(), in_.buffered());
     Value out;
-    if (len && hooks_->absorbFrames(doc_, runIds_.data(), runIds_.size(), out)) {
+    if (len && hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) {
         in_.skip(len);
         marks_.pop_back();
         doc_.node(id).collapse(out);

@@ -106,13 +106,12 @@ public:
             if (items[i].tag != Tag::Frame) return false;
         tmpFrames_.resize(n);
         for (size_t i = 0; i < n; ++i) tmpFrames_[i] = items[i].ref;
-        out = Value::node(Tag::Stack, internFrames());
+        out = Value::node(Tag::Stack, internFrames(tmpFrames_.data(), n));
         return true;
     }
 
     bool absorbFrames(PickleDocument&, const uint32_t* ids, size_t n, Value& out) override {
-        tmpFrames_.assign(ids, ids + n);
-        out = Value::node(Tag::Stack, internFrames());
+        out = Value::node(Tag::Stack, internFrames(ids, n));
         return true;
     }
 
@@ -174,11 +173,11 @@ private:
     StackId internStack(uint32_t listNode) {
         tmpFrames_.clear();
         doc_.forEach(listNode, [&](const Value& x) { tmpFrames_.push_back(x.ref); });
-        return internFrames();
+        return internFrames(tmpFrames_.data(), tmpFrames_.size());
     }
-    StackId internFrames() {
+    StackId internFrames(const FrameId* ids, size_t n) {
         uint64_t h = 0xcbf29ce484222325ull;
-        for (FrameId f : tmpFrames_) h = (h ^ f) * 0x100000001b3ull;
+        for (size_t k = 0; k < n; ++k) h = (h ^ ids[k]) * 0x100000001b3ull;
         h ^= h >> 29;
         if (stackSlots_.empty() || stackCount_ * 2 >= stackSlots_.size()) growStackTable();
         size_t mask = stackSlots_.size() - 1;
@@ -186,15 +185,14 @@ private:
             StackId s = stackSlots_[i];
             if (s == 0) {
                 s = static_cast<StackId>(snap.stackOffsets.size() - 1);
-                snap.stackFrames.insert(snap.stackFrames.end(), tmpFrames_.begin(), tmpFrames_.end());
+                snap.stackFrames.insert(snap.stackFrames.end(), ids, ids + n);
                 snap.stackOffsets.push_back(static_cast<uint32_t>(snap.stackFrames.size()));
                 stackSlots_[i] = s;
                 stackHashes_.push_back(h);
                 ++stackCount_;
                 return s;
             }
-            if (stackHashes_[s] == h && snap.stackSize(s) == tmpFrames_.size() &&
-                std::equal(tmpFrames_.begin(), tmpFrames_.end(), snap.stackBegin(s)))
+            if (stackHashes_[s] == h && snap.stackSize(s) == n && std::equal(ids, ids + n, snap.stackBegin(s)))
                 return s;
         }
     }
@@ -241,17 +239,18 @@ private:
             if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
             StringId key = kv.ref;
             EntryKey which = kv.ref < entryKeys_.size() ? entryKeys_[kv.ref] : EntryKey::Other;
-            auto wantInt = [&](uint64_t& out) {
-                if (v.tag == Tag::Int && v.asInt() < 0 && which != EntryKey::TimeUs) {
-                    bad = "a non-negative int";
-                    badKey = key;
-                } else if (v.tag == Tag::Int || v.tag == Tag::UInt) {
-                    out = v.bits;
-                } else if (v.tag != Tag::None) {
-                    bad = "an int";
-                    badKey = key;
-                }
-            };
+            // integers: non-negative except time_us; None stands for "not given"
+            const bool isInt = v.tag == Tag::Int || v.tag == Tag::UInt;
+            if (which >= EntryKey::Addr && which <= EntryKey::TimeUs && !isInt && v.tag != Tag::None) {
+                bad = "an int";
+                badKey = key;
+                break;
+            }
+            if (which >= EntryKey::Addr && which <= EntryKey::DeviceFree && v.tag == Tag::Int && v.asInt() < 0) {
+                bad = "a non-negative int";
+                badKey = key;
+                break;
+            }
             switch (which) {
             case EntryKey::Action:
                 if (v.tag != Tag::Str) {
@@ -264,24 +263,29 @@ private:
                 haveAction = true;
                 break;
             case EntryKey::Addr:
-                wantInt(addr);
-                if (v.tag != Tag::None) flags |= TraceColumns::HasAddr;
+                if (isInt) {
+                    addr = v.bits;
+                    flags |= TraceColumns::HasAddr;
+                }
                 break;
-            case EntryKey::Size: wantInt(size); break;
-            case EntryKey::Stream: wantInt(stream); break;
+            case EntryKey::Size:
+                if (isInt) size = v.bits;
+                break;
+            case EntryKey::Stream:
+                if (isInt) stream = v.bits;
+                break;
             case EntryKey::DeviceFree:
-                wantInt(deviceFree);
-                flags |= TraceColumns::HasDeviceFree;
+                if (isInt) {
+                    deviceFree = v.bits;
+                    flags |= TraceColumns::HasDeviceFree;
+                }
                 break;
-            case EntryKey::TimeUs: {
-                uint64_t t = 0;
-                wantInt(t);
-                if (v.tag == Tag::Int || v.tag == Tag::UInt) {
-                    time = static_cast<int64_t>(t);
+            case EntryKey::TimeUs:
+                if (isInt) {
+                    time = static_cast<int64_t>(v.bits);
                     flags |= TraceColumns::HasTime;
                 }
                 break;
-            }
             case EntryKey::Frames:
                 if (v.tag == Tag::Stack) {
                     stack = v.ref;

@@ -146,6 +146,7 @@ private:
     std::vector<uint32_t> nodeMemo_;
     std::vector<uint64_t> memoNumbers_;
     std::vector<uint32_t> runIds_;
+    size_t runCount_ = 0;
     std::unordered_map<uint64_t, Value> sparseMemo_;
     uint64_t opOffset_ = 0;
     int protocol_ = 0;
