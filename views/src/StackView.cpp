@@ -48,11 +48,13 @@ StackView::StackView(QWidget* parent) : QWidget(parent) {
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     head->addWidget(m_title, 1);
     m_expand = new QToolButton(this);
+    m_expand->setObjectName(QStringLiteral("showAllFrames"));
     m_expand->setText(tr("Show all frames"));
     m_expand->setCheckable(true);
     m_expand->setToolTip(tr("Unfold the runs of C++ and library frames"));
     head->addWidget(m_expand);
     m_copy = new QToolButton(this);
+    m_copy->setObjectName(QStringLiteral("copyStack"));
     m_copy->setText(tr("Copy"));
     m_copy->setToolTip(tr("Copy the selected frames, or the whole stack, as text"));
     head->addWidget(m_copy);
