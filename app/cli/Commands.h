@@ -13,5 +13,7 @@ int stateCommand(const std::vector<std::string>& args);
 int recordCommand(const std::vector<std::string>& args);   // returns the job's exit status
 int sessionCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
+// GraphsCommand.cpp
+int graphsCommand(const std::vector<std::string>& args);
 
 } // namespace memlens::cli

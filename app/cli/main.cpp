@@ -33,6 +33,7 @@ const char* kUsage =
     "                                           process, iterations and snapshots of a session\n"
     "  export FILE --snapshot ID|last [-o OUT.pickle]\n"
     "                                           a snapshot of a session, as PyTorch wrote it\n"
+    "  graphs FILE [--json [--detail]]          retained autograd graphs found by the job's agent\n"
     "\n"
     "Errors print one line on stderr and exit 1; usage errors exit 2.\n";
 
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
         if (command == "record") return memlens::cli::recordCommand(args);
         if (command == "session") return memlens::cli::sessionCommand(args);
         if (command == "export") return memlens::cli::exportCommand(args);
+        if (command == "graphs") return memlens::cli::graphsCommand(args);
         throw memlens::cli::UsageError("unknown command '" + command + "'");
     } catch (const memlens::cli::UsageError& e) {
         std::cerr << "memlens-cli: " << e.what() << "\n" << kUsage;

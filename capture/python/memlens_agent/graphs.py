@@ -35,6 +35,12 @@ _probe = graphs_saved.HookProbe()
 
 MAX_REVERSE = 64                 # unnamed tensors looked up with gc.get_referrers per scan
 
+# "[torch.cuda.FloatTensor [32, 8]], which is output 0 of ..., is at version 26; expected version 25"
+_MODIFIED = re.compile(r"\[torch\.(cuda\.)?(\w+)Tensor \[([0-9, ]*)\]\]")
+_LEGACY_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                  "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
+                  "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128"}
+
 _RELEASED_MARKERS = ("backward through the graph a second time", "already been freed")
 
 
@@ -310,7 +316,7 @@ class _Scanner:
                 owners[k] = owners.get(k, 0) + 1
         for g in out:
             g["exclusive_bytes"] = sum(s["bytes"] for k, s in g["_storages"].items() if owners[k] == 1)
-        out.sort(key=lambda g: (-g["retained_bytes"], g["root"]))
+        out.sort(key=lambda g: (-g["retained_bytes"], _natural(g["root"])))
         if len(out) > self.max_graphs:
             self.partial.append("%d graphs, the %d largest listed" % (len(out), self.max_graphs))
             del out[self.max_graphs:]
@@ -472,10 +478,18 @@ class _Scanner:
                 if any(m in msg for m in _RELEASED_MARKERS):
                     for k in range(len(raws)):
                         info["saved"].append({"name": _slot_name(base, many, k), "state": "released"})
-                else:   # e.g. modified in place since it was saved: held, size unknown
+                else:   # modified in place since it was saved (a weight after optimizer.step()):
+                    # still held; shape and dtype from the message, bytes unknown
                     for k in range(len(raws)):
-                        info["saved"].append({"name": _slot_name(base, many, k), "state": "alive",
-                                              "error": msg.split("\n")[0][:200]})
+                        e = {"name": _slot_name(base, many, k), "state": "alive",
+                             "error": msg.split("\n")[0][:300]}
+                        m = _MODIFIED.search(msg)
+                        if m and not many:
+                            e["modified_in_place"] = True
+                            e["shape"] = [int(d) for d in m.group(3).replace(" ", "").split(",") if d]
+                            e["dtype"] = _LEGACY_DTYPES.get(m.group(2), m.group(2))
+                            e["device"] = "cuda" if m.group(1) else "cpu"
+                        info["saved"].append(e)
                 return
             except Exception:
                 return
@@ -520,6 +534,11 @@ class _Scanner:
                     e, key = self._tensor_entry(t, name, "alive")
                     e["kind"] = "attribute"
                     self._add_saved(info, e, key)
+
+
+def _natural(text):
+    """Sort key: train_losses[2] before train_losses[10]."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text)]
 
 
 def _slot_name(base, many, k):

@@ -9,8 +9,9 @@ Configuration (MEMLENS_AGENT_CONFIG, all optional):
   graph_scan_first       scan at every boundary of the first N iterations (default 10)
   graph_scan_every       then at every K-th iteration (default 10; 0: no more)
   graph_scan_max_seconds time limit of one scan (default 2.0)
-  graph_scan_max_share   scans at iteration boundaries stop while they have taken more than this
-                         share of the job's time (default 0.1); requested and exit scans do not
+  graph_scan_max_share   the every-K-th scans are skipped while scans have taken more than this
+                         share of the job's time (default 0.1); the first N, requested and exit
+                         scans never are
 Requests: a ``snapshot_request`` or ``graph_scan_request`` from the recorder (SIGUSR1 to
 ``memlens-cli record``), or memlens_agent.scan_graphs() in the job.
 """
@@ -58,7 +59,7 @@ class GraphScans(object):
                 pass
             self.scan(index, phase, "request")
         elif self.wanted(index):
-            if self.within_share():
+            if index <= self.first or self.within_share():
                 self.scan(index, phase, "iteration")
             else:
                 self.skipped += 1

@@ -4,7 +4,8 @@ Each job in jobs/ runs in a subprocess of its own (a clean heap and gc state), c
 graphs.scan() where a real agent would, and writes the scans as JSON. Expected figures are
 computed here from the tensors' shapes.
 
-Run: /usr/bin/python3 tests/capture/graphs/test_graphs.py [-v]   (exit 77: no torch, skipped)
+Run: /usr/bin/python3 tests/capture/graphs/test_graphs.py [--cli build/app/memlens-cli] [-v]
+(exit 77: no torch, skipped; without --cli the recorded end-to-end test is skipped)
 """
 import json
 import os
@@ -252,6 +253,82 @@ class CustomFunction(ScanContract):
         self.assertEqual(kept["retained_bytes"], 4 * nbytes(6, 4) + nbytes(5, 5) + nbytes(size=8))
 
 
+class Recorded(unittest.TestCase):
+    """end to end: a job under `memlens-cli record`, scans read back with `memlens-cli graphs`"""
+
+    @classmethod
+    def setUpClass(cls):
+        if not CLI:
+            raise unittest.SkipTest("no --cli given (memlens-cli record)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        session = os.path.join(cls.tmp.name, "job.mlsession")
+        p = subprocess.run([CLI, "record", "--quiet", "-o", session, "--", sys.executable,
+                            os.path.join(JOBS, "recorded_leak.py")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+        if p.returncode != 0:
+            raise AssertionError("record failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
+        p = subprocess.run([CLI, "graphs", session, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        if p.returncode != 0:
+            raise AssertionError("graphs failed (%d):\n%s" % (p.returncode, p.stderr))
+        cls.scans = json.loads(p.stdout)["scans"]
+        p = subprocess.run([CLI, "graphs", session], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        cls.text = p.stdout
+
+    @classmethod
+    def tearDownClass(cls):
+        if CLI:
+            cls.tmp.cleanup()
+
+    def test_schedule(self):
+        # every boundary of the first 10 iterations, the request at step 12 (iteration 13 in
+        # progress), the exit; iteration 20 may be left out by graph_scan_max_share
+        got = [(s["iteration"], s.get("trigger")) for s in self.scans]
+        expected = [(i, "iteration") for i in range(1, 11)] + [(13, "request")]
+        self.assertEqual(got[:11], expected)
+        self.assertEqual(got[-1], (25, "exit"))
+        self.assertTrue(set(got[11:-1]) <= {(20, "iteration")}, got)
+
+    def test_contract(self):
+        for s in self.scans:
+            for k in ("iteration", "phase", "time_us", "partial", "graphs"):
+                self.assertIn(k, s)
+            self.assertFalse(s["partial"])
+            for g in s["graphs"]:
+                for k in CONTRACT_KEYS:
+                    self.assertIn(k, g)
+        self.assertEqual(self.scans[0]["phase"], "train")
+
+    def test_exit_scan(self):
+        last = self.scans[-1]
+        roots = by_root(last)
+        kept = ["__main__.kept_outputs[%d]" % i for i in range(5)]
+        losses = ["__main__.train_losses[%d]" % i for i in range(25)]
+        self.assertEqual(sorted(roots), sorted(kept + losses))
+        full = nbytes(16, 64) + nbytes(16, 32) + nbytes(16, 8)
+        for r in kept:
+            g = roots[r]
+            self.assertEqual(g["retained_bytes"], full)
+            self.assertEqual((g["saved_tensors"], g["saved_tensors_alive"]), (4, 4))
+            self.assertFalse(g["backward_ran"])
+        # kept_outputs[i] is appended after the boundary of iteration 5(i+1): the first scan after
+        # that sees it: 6, the request at 13, then 20 (when that scan ran) or the exit scan
+        self.assertEqual(roots[kept[0]]["first_seen"], 6)
+        self.assertEqual(roots[kept[1]]["first_seen"], 13)      # first seen by the requested scan
+        for r in losses:
+            g = roots[r]
+            self.assertTrue(g["backward_ran"])
+            self.assertEqual(g["retained_bytes"], nbytes())
+        self.assertEqual(roots[losses[0]]["first_seen"], 1)
+        self.assertEqual(last["total_retained_bytes"], 5 * full + 25 * nbytes())
+        self.assertEqual([g["root"] for g in last["graphs"]][:5], kept)
+
+    def test_growth_in_text(self):
+        self.assertIn("5 graphs like __main__.kept_outputs[*]", self.text)
+        self.assertIn("growing:", self.text)
+
+
 class ScanTime(unittest.TestCase):
     """about 100 graphs of about 50 nodes"""
 
@@ -263,21 +340,33 @@ class ScanTime(unittest.TestCase):
             g = scan["graphs"][0]
             self.assertEqual(g["nodes"], 50)
             self.assertEqual(g["retained_bytes"], 11 * nbytes(8, 64))
-            self.assertFalse(scan["partial"], scan["partial_reason"])
+            if extra == 0:
+                self.assertFalse(scan["partial"], scan["partial_reason"])
+            elif scan["partial"]:   # a loaded machine: the time limit may cut the naming walk
+                self.assertIn("time limit", scan["partial_reason"])
             sys.stderr.write("\n  scan of 100 graphs x 50 nodes, %d extra objects: %.0f ms (again: %.0f ms), "
                              "%d objects named\n" % (extra, scan["scan_us"] / 1e3, r["second"]["scan_us"] / 1e3,
                                                      scan["objects_visited"]))
-            self.assertLess(scan["scan_us"], 2e6)
+            self.assertLess(scan["scan_us"], 3e6)
+
+
+CLI = None
 
 
 def main():
+    global CLI
+    argv = list(sys.argv)
+    if "--cli" in argv:
+        i = argv.index("--cli")
+        CLI = argv[i + 1]
+        del argv[i:i + 2]
     try:
         subprocess.run([sys.executable, "-c", "import torch"], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     except subprocess.CalledProcessError:
         print("skipped: %s has no torch" % sys.executable)
         return 77
-    prog = unittest.main(exit=False)
+    prog = unittest.main(argv=argv, exit=False)
     return 0 if prog.result.wasSuccessful() else 1
 
 
