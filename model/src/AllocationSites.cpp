@@ -168,10 +168,14 @@ std::vector<StackCost> stackCostsInRange(const TraceColumns& t, int64_t first, i
 }
 
 AllocationSites buildAllocationSites(const Snapshot& s, std::span<const StackCost> costs, const SitesOptions& opt) {
-    std::vector<uint8_t> native;  // per frame, only when native frames are left out
+    std::vector<uint8_t> native, machinery;  // per frame, only when native frames are left out
     if (opt.skipNative) {
         native.resize(s.frames.size());
-        for (FrameId f = 0; f < s.frames.size(); ++f) native[f] = classifyFrame(s, f).kind == FrameKind::Native;
+        machinery.resize(s.frames.size());
+        for (FrameId f = 0; f < s.frames.size(); ++f) {
+            native[f] = classifyFrame(s, f).kind == FrameKind::Native;
+            machinery[f] = native[f] && isRecordingMachinery(s.str(s.frames[f].name));
+        }
     }
     AllocationSites out;
     TreeBuilder up, down;
@@ -192,7 +196,12 @@ AllocationSites buildAllocationSites(const Snapshot& s, std::span<const StackCos
             if (opt.skipNative)
                 for (size_t i = 0; i < n; ++i)
                     if (!native[f[i]]) path.push_back(f[i]);
-            if (path.empty()) path.assign(f, f + n);
+            if (path.empty()) {
+                size_t skip = 0;
+                if (opt.skipNative)
+                    while (skip + 1 < n && machinery[f[skip]]) ++skip;
+                path.assign(f + skip, f + n);
+            }
         }
         if (path.empty()) {
             up.add(noStack, c);

@@ -67,6 +67,15 @@ FrameClass classifyFrame(std::string_view f, uint64_t line, bool lineKnown) {
     return c;
 }
 
+bool isRecordingMachinery(std::string_view name) {
+    static constexpr std::array<std::string_view, 5> kPrefixes = {
+        "torch::unwind::", "torch::CapturedTraceback::", "torch::cuda::(anonymous namespace)::gather",
+        "c10::cuda::CUDACachingAllocator::", "c10::CachingDeviceAllocator::"};
+    for (auto p : kPrefixes)
+        if (name.substr(0, p.size()) == p) return true;
+    return false;
+}
+
 FrameClass classifyFrame(const Snapshot& s, FrameId id) {
     const Frame& fr = s.frames[id];
     return classifyFrame(s.str(fr.filename), fr.line, fr.lineKnown);

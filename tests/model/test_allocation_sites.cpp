@@ -186,6 +186,25 @@ TEST(AllocationSites, SmallTraceByHand) {
                                           "  forward 200/1 live 200",
                                           "<no stack> 10/1 live 10",
                                       }));
+    // a stack of native frames only loses its leading recording and allocator frames
+    FrameId unwind = b.frame("torch::unwind::unwind()", "??", 0);
+    FrameId cachingMalloc = b.frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "", 0);
+    FrameId empty = b.frame("at::detail::empty_cuda", "??", 0);
+    FrameId engine = b.frame("torch::autograd::Engine::thread_main", "??", 0);
+    StackId nativeOnly = b.stack({unwind, cachingMalloc, empty, engine});
+    StackId onlyMachinery = b.stack({unwind, cachingMalloc});
+    b.entry(Action::Alloc, 0x6000, 64, nativeOnly);     // 7
+    b.entry(Action::Alloc, 0x7000, 32, onlyMachinery);  // 8
+    AllocationSites nat = allocationSitesInRange(b.s, b.s.devices[0], 7, 8, opt);
+    EXPECT_EQ(dump(b.s, nat.bottomUp), (std::vector<std::string>{
+                                           "at::detail::empty_cuda 64/1 live 64",
+                                           "  torch::autograd::Engine::thread_main 64/1 live 64",
+                                           // nothing but machinery: its last frame stays
+                                           "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc 32/1 live 32",
+                                       }));
+    AllocationSites natAll = allocationSitesInRange(b.s, b.s.devices[0], 7, 8);
+    EXPECT_EQ(dump(b.s, natAll.bottomUp)[0], "torch::unwind::unwind() 96/2 live 96");
+
     // an empty range
     AllocationSites none = allocationSitesInRange(b.s, b.s.devices[0], 3, 4);
     EXPECT_TRUE(none.bottomUp.empty());

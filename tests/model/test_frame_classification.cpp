@@ -69,6 +69,17 @@ TEST(FrameClassification, NativeFrames) {
     EXPECT_STREQ(frameKindName(FrameKind::Native), "native");
 }
 
+TEST(FrameClassification, RecordingMachinery) {
+    EXPECT_TRUE(isRecordingMachinery("torch::unwind::unwind()"));
+    EXPECT_TRUE(isRecordingMachinery("torch::CapturedTraceback::gather(bool, bool, bool)"));
+    EXPECT_TRUE(isRecordingMachinery("torch::cuda::(anonymous namespace)::gather_with_cpp()"));
+    EXPECT_TRUE(isRecordingMachinery(
+        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)"));
+    EXPECT_FALSE(isRecordingMachinery("at::detail::empty_strided_cuda(c10::ArrayRef<long>)"));
+    EXPECT_FALSE(isRecordingMachinery("torch::autograd::Engine::thread_main()"));
+    EXPECT_FALSE(isRecordingMachinery("forward"));
+}
+
 TEST(StackFolding, RunsOfNativeAndLibraryFramesFold) {
     // innermost first: 3 native (allocator), 2 torch, user forward, 1 torch, user train, 2 python stdlib
     std::vector<FrameClass> f = {cls("??", 0),           cls("CUDACachingAllocator.cpp", 0),

@@ -255,7 +255,11 @@ void AllocationSitesView::apply(quint64 generation, std::shared_ptr<const model:
 }
 
 void AllocationSitesView::expandHeaviest(QTreeView* tree) {
-    QModelIndex i = tree->model()->index(0, 0);
+    // the heaviest root that has callers (or callees), a few levels down
+    const QAbstractItemModel* m = tree->model();
+    QModelIndex i;
+    for (int r = 0; r < m->rowCount() && !i.isValid(); ++r)
+        if (m->hasChildren(m->index(r, 0))) i = m->index(r, 0);
     for (int depth = 0; depth < 4 && i.isValid(); ++depth) {
         tree->expand(i);
         i = tree->model()->index(0, 0, i);

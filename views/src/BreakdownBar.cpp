@@ -121,27 +121,29 @@ void BreakdownBar::paintEvent(QPaintEvent*) {
     p.setBrush(Qt::NoBrush);
     p.drawRect(QRect(bar.x(), bar.y(), (tail ? rects.back().x() : bar.right() + 1) - bar.x(), bar.height()).adjusted(0, 0, -1, -1));
 
-    // ticks and their labels under the bar
+    // ticks and their labels under the bar; a label that would overlap the one before is left out
     p.setPen(palette().color(QPalette::WindowText));
     const int y = bar.bottom() + 1;
-    auto tick = [&](int x, const QString& label, bool alignRight) {
-        p.drawLine(x, y, x, y + 5);
+    QRect lastLabel;
+    auto tick = [&](int x, const QString& label, bool alignRight, const QColor& color) {
         const int w = fm.horizontalAdvance(label);
         int lx = alignRight ? x - w : x - w / 2;
         lx = std::clamp(lx, 0, std::max(0, width() - w - 1));
+        const QRect r(lx, y + 6, w, fm.height());
+        if (!lastLabel.isNull() && r.adjusted(-6, 0, 6, 0).intersects(lastLabel)) return;
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawLine(x, y, x, y + 5);
+        p.setPen(color);
         p.drawText(QPoint(lx, y + 6 + fm.ascent()), label);
+        lastLabel = r;
     };
-    tick(bar.x(), QStringLiteral("0"), false);
-    if (m_breakdown.hasProcessFigures) {
-        tick(reservedEnd - 1, tr("reserved %1").arg(bytes(m_breakdown.reservedBytes)), reservedEnd > bar.right() - 100);
-        if (reservedEnd < bar.right() - 100)
-            tick(bar.right(), tr("process %1 (nvidia-smi)").arg(bytes(m_breakdown.totalBytes)), true);
-    } else {
-        tick(reservedEnd - 1, tr("reserved %1").arg(bytes(m_breakdown.reservedBytes)), true);
-        p.setPen(QColor(0x70, 0x70, 0x70));
-        const QString more = tr("nvidia-smi: more");
-        p.drawText(QPoint(bar.right() - fm.horizontalAdvance(more), y + 6 + fm.ascent()), more);
-    }
+    const QColor text = palette().color(QPalette::WindowText);
+    tick(bar.x(), QStringLiteral("0"), false, text);
+    tick(reservedEnd - 1, tr("reserved %1").arg(bytes(m_breakdown.reservedBytes)), true, text);
+    if (m_breakdown.hasProcessFigures && reservedEnd < bar.right())
+        tick(bar.right(), tr("process %1 (nvidia-smi)").arg(bytes(m_breakdown.totalBytes)), true, text);
+    else if (!m_breakdown.hasProcessFigures)
+        tick(bar.right(), tr("nvidia-smi: more"), true, QColor(0x70, 0x70, 0x70));
 }
 
 bool BreakdownBar::event(QEvent* event) {

@@ -68,8 +68,8 @@ BreakdownView::BreakdownView(QWidget* parent) : QWidget(parent) {
     m_grid = new QGridLayout(m_gridHost);
     m_grid->setContentsMargins(0, 4, 0, 0);
     m_grid->setHorizontalSpacing(10);
-    m_grid->setVerticalSpacing(6);
-    m_grid->setColumnStretch(4, 1);
+    m_grid->setVerticalSpacing(2);
+    m_grid->setColumnStretch(4, 1);  // name, bytes and share stay together on the left
     v->addWidget(m_gridHost);
 
     m_note = new QLabel(page);
@@ -112,25 +112,32 @@ QStringList BreakdownView::rowTexts() const {
     return out;
 }
 
+// Each part takes two grid rows: swatch, name, bytes and share; then its sentence under the name.
 void BreakdownView::ensureRows(int count) {
     while (m_rows.size() < count) {
-        const int i = static_cast<int>(m_rows.size());
+        const int i = static_cast<int>(m_rows.size()) * 2;
         Row r{new QLabel(m_gridHost), new QLabel(m_gridHost), new QLabel(m_gridHost), new QLabel(m_gridHost),
               new QLabel(m_gridHost)};
         QFont bold = r.label->font();
         bold.setBold(true);
         r.label->setFont(bold);
-        r.bytes->setAlignment(Qt::AlignRight | Qt::AlignTop);
-        r.percent->setAlignment(Qt::AlignRight | Qt::AlignTop);
+        r.bytes->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        r.bytes->setFont(bold);
+        r.percent->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        r.percent->setMinimumWidth(r.percent->fontMetrics().horizontalAdvance(QStringLiteral("<0.1%")));
         r.percent->setEnabled(false);
         r.explanation->setWordWrap(true);
         r.explanation->setTextFormat(Qt::PlainText);
         r.explanation->setTextInteractionFlags(Qt::TextSelectableByMouse);
-        m_grid->addWidget(r.swatch, i, 0, Qt::AlignTop);
-        m_grid->addWidget(r.label, i, 1, Qt::AlignTop);
-        m_grid->addWidget(r.bytes, i, 2, Qt::AlignTop);
-        m_grid->addWidget(r.percent, i, 3, Qt::AlignTop);
-        m_grid->addWidget(r.explanation, i, 4, Qt::AlignTop);
+        r.explanation->setContentsMargins(0, 0, 0, 4);
+        QPalette pal = r.explanation->palette();
+        pal.setColor(QPalette::WindowText, QColor(0x50, 0x50, 0x50));
+        r.explanation->setPalette(pal);
+        m_grid->addWidget(r.swatch, i, 0, Qt::AlignVCenter);
+        m_grid->addWidget(r.label, i, 1);
+        m_grid->addWidget(r.bytes, i, 2);
+        m_grid->addWidget(r.percent, i, 3);
+        m_grid->addWidget(r.explanation, i + 1, 1, 1, 4);
         m_rows.push_back(r);
     }
 }

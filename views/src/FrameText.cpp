@@ -2,6 +2,8 @@
 
 #include <QStringList>
 
+#include <algorithm>
+
 namespace memlens::views::frametext {
 
 QString shortPath(std::string_view path) {
@@ -15,8 +17,10 @@ QString shortPath(std::string_view path) {
     }
     const QString full = QString::fromUtf8(path);
     QStringList parts = full.split(QLatin1Char('/'), Qt::SkipEmptyParts);
-    if (parts.size() <= 3) return full;
-    return QStringLiteral("\u2026/") + QStringList(parts.mid(parts.size() - 3)).join(QLatin1Char('/'));
+    parts.removeAll(QStringLiteral("."));
+    parts.removeAll(QStringLiteral(".."));  // "a/../b" reads better as "…/b" than as "…/../b"
+    if (parts.size() <= 3 && !full.contains(QLatin1String(".."))) return full;
+    return QStringLiteral("\u2026/") + QStringList(parts.mid(std::max<qsizetype>(0, parts.size() - 3))).join(QLatin1Char('/'));
 }
 
 QString function(const model::Snapshot& s, model::FrameId frame) {

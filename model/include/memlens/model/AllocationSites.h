@@ -36,8 +36,9 @@ struct SiteTree {
 };
 
 struct SitesOptions {
-    // Leave out native frames of stacks that have Python frames (stacks of only native frames
-    // keep them), so the trees start at the Python line that allocated.
+    // Leave out native frames of stacks that have Python frames, so the trees start at the Python
+    // line that allocated; stacks of only native frames lose just their leading frames of the
+    // recording machinery and the allocator (isRecordingMachinery).
     bool skipNative = false;
     const std::atomic<bool>* cancel = nullptr;  // checked now and then; throws Cancelled
 };

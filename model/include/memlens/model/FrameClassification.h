@@ -23,6 +23,10 @@ struct FrameClass {
 };
 
 FrameClass classifyFrame(std::string_view filename, uint64_t line, bool lineKnown);
+// A native frame of the machinery that records stacks and of the caching allocator itself
+// (torch::unwind, torch::CapturedTraceback, gather_with_cpp, CUDACachingAllocator): on top of
+// every mixed stack, saying nothing about who allocated.
+bool isRecordingMachinery(std::string_view functionName);
 FrameClass classifyFrame(const Snapshot& snapshot, FrameId frame);
 // One entry per frame of the snapshot (index = FrameId); library names point into its strings.
 std::vector<FrameClass> classifyFrames(const Snapshot& snapshot);
