@@ -166,16 +166,21 @@ class HooksAndCheckpointing(ScanContract):
 
     def test_no_unpack_hook_ran(self):
         r = job("hooks_checkpoint.py")
-        self.assertEqual(r["calls_before"], {"pack": 3, "unpack": 0, "forward": 1})
+        self.assertEqual(r["calls_before"], {"pack": 4, "unpack": 0, "forward": 1})
         self.assertEqual(r["calls_after"], r["calls_before"])
-        self.assertEqual(r["calls_after_backward"], {"pack": 3, "unpack": 3, "forward": 2})
+        self.assertEqual(r["calls_after_backward"], {"pack": 4, "unpack": 4, "forward": 2})
 
     def test_hooked_counts(self):
         scan = job("hooks_checkpoint.py")["scan"]
         self.check_scan(scan)
         roots = by_root(scan)
         self.assertEqual(sorted(roots), ["__main__.ckpt_out", "__main__.cpu_out", "__main__.hooked_out",
-                                         "__main__.plain_out"])
+                                         "__main__.plain_out", "__main__.registered_out"])
+        reg = roots["__main__.registered_out"]   # register_hooks on CosBackward0's self only
+        self.assertEqual((reg["saved_tensors"], reg["hooked_saved_tensors"], reg["saved_tensors_alive"]),
+                         (3, 1, 2))
+        states = {(n["name"], s["name"]): s["state"] for n in reg["nodes_list"] for s in n["saved"]}
+        self.assertEqual(states[("CosBackward0", "self")], "hooked")
         hooked, plain = roots["__main__.hooked_out"], roots["__main__.plain_out"]
         self.assertEqual((hooked["saved_tensors"], hooked["hooked_saved_tensors"], hooked["saved_tensors_alive"]),
                          (3, 3, 0))
@@ -208,13 +213,14 @@ class Holders(ScanContract):
         roots = by_root(scan)
         self.assertEqual(sorted(roots), sorted([
             "__main__.alias", "__main__.trainer.history['val'][0]", "__main__.on_epoch_end.kept",
-            "__main__.ring.out", "<unreachable Node>.out", "inner.local_out"]))
+            "__main__.ring.out", "<unreachable Node>.out", "inner.local_out", "worker_loop.held_by_thread"]))
         self.assertEqual(roots["__main__.alias"]["referrers"], ["__main__.alias", "__main__.trainer.last"])
         self.assertTrue(roots["<unreachable Node>.out"]["unreachable"])
         self.assertFalse(roots["__main__.ring.out"]["unreachable"])
         # Linear(10, 6) on N rows: the input (saved by addmm) and the output
         rows = {"__main__.trainer.history['val'][0]": 4, "__main__.alias": 2, "__main__.on_epoch_end.kept": 3,
-                "__main__.ring.out": 5, "<unreachable Node>.out": 7, "inner.local_out": 1}
+                "__main__.ring.out": 5, "<unreachable Node>.out": 7, "inner.local_out": 1,
+                "worker_loop.held_by_thread": 6}
         for root, n in rows.items():
             g = roots[root]
             self.assertEqual(g["retained_bytes"], nbytes(n, 10) + nbytes(n, 6), root)
@@ -229,6 +235,25 @@ class Holders(ScanContract):
         self.assertIn("__main__.excluded[0]", after)
         self.assertNotIn("<unreachable Node>.out", after)        # gc.collect() freed the cycle
         self.assertNotIn("inner.local_out", after)
+        self.assertNotIn("worker_loop.held_by_thread", after)
+
+
+class HookDetectionUnavailable(ScanContract):
+    def test_nothing_unpacked(self):
+        r = job("unavailable.py")
+        self.assertEqual(r["forward_calls"], 1)                  # checkpoint's unpack never ran
+        scan = r["scan"]
+        self.assertEqual(scan["hook_detection"], "unavailable")
+        self.assertEqual(scan["hook_detection_note"], "forced by the test")
+        roots = by_root(scan)
+        self.assertEqual(sorted(roots), ["__main__.ckpt_out", "__main__.plain_out"])
+        for g in roots.values():
+            self.assertEqual(g["saved_tensors_alive"], 0)
+            self.assertEqual(g["hooked_saved_tensors"], g["saved_tensors"])
+            self.assertGreaterEqual(g["saved_tensors"], 2)
+            self.assertEqual(g["root_shape"], [4, 8])
+        # the plain graph: TanhBackward0 -> AddmmBackward0 -> bias, TBackward0 -> weight
+        self.assertEqual(roots["__main__.plain_out"]["nodes"], 5)
 
 
 class CustomFunction(ScanContract):

@@ -1,5 +1,6 @@
 """A graph kept in an object attribute, in a dict, in a closure, in a reference cycle."""
 import gc
+import threading
 
 import torch
 import torch.nn as nn
@@ -50,6 +51,21 @@ del lost
 excluded = [model(torch.randn(9, 10))]                          # passed in exclude_ids
 
 
+ready, done = threading.Event(), threading.Event()
+
+
+def worker_loop():
+    held_by_thread = model(torch.randn(6, 10))                  # a frame local of another thread
+    ready.set()
+    done.wait()
+    return held_by_thread.shape
+
+
+worker = threading.Thread(target=worker_loop)
+worker.start()
+ready.wait()
+
+
 def inner():
     local_out = model(torch.randn(1, 10))
     s = _job.scan(exclude_ids=[id(excluded)])
@@ -61,6 +77,9 @@ def inner():
 
 
 inner()
+done.set()
+worker.join()
+del worker
 gc.collect()
 _job.scan("after_collect")
 _job.write()

@@ -40,11 +40,15 @@ with torch.autograd.graph.save_on_cpu(pin_memory=False):
 
 plain_out = (x * w).sin()               # the same ops without hooks
 
+registered_out = (x * w).cos()          # hooks given to one saved slot afterwards
+registered_out.grad_fn._raw_saved_self.register_hooks(pack, unpack)   # runs pack once
+
 _job.note("calls_before", dict(calls))
 _job.scan()
 _job.note("calls_after", dict(calls))
 # the hooks still work afterwards: backward unpacks through them
 hooked_out.sum().backward()
 ckpt_out.sum().backward()
+registered_out.sum().backward()
 _job.note("calls_after_backward", dict(calls))
 _job.write()
