@@ -33,6 +33,8 @@ AGENT_PREFIX = (__name__.rpartition(".")[0] or "memlens_agent")
 
 _probe = graphs_saved.HookProbe()
 
+MAX_DETAIL_GRAPHS = 50           # graphs with nodes_list/edges (besides one per signature)
+MAX_DETAIL_NODES_PER_SCAN = 20000
 MAX_REVERSE = 64                 # unnamed tensors looked up with gc.get_referrers per scan
 
 # "[torch.cuda.FloatTensor [32, 8]], which is output 0 of ..., is at version 26; expected version 25"
@@ -320,6 +322,20 @@ class _Scanner:
         if len(out) > self.max_graphs:
             self.partial.append("%d graphs, the %d largest listed" % (len(out), self.max_graphs))
             del out[self.max_graphs:]
+        # Node detail (nodes_list, edges) for the largest graphs and the first graph of each
+        # signature, within a node budget: a hundred copies of one leaked graph say nothing new.
+        budget = MAX_DETAIL_NODES_PER_SCAN
+        signatures = set()
+        for k, g in enumerate(out):
+            first_of_kind = g["signature"] not in signatures
+            signatures.add(g["signature"])
+            n = len(g["nodes_list"])
+            if (k < MAX_DETAIL_GRAPHS or first_of_kind) and n <= budget:
+                budget -= n
+                continue
+            g["nodes_list"] = []
+            g["edges"] = []
+            g["detail_omitted"] = True
         return out
 
     def _order(self, root_fn):
