@@ -159,7 +159,7 @@ class _Scanner:
         n = 0
         for o in objs:
             n += 1
-            if n & 4095 == 0 and time.monotonic() > self.discovery_deadline:
+            if n & 4095 == 0 and time.monotonic() > self.deadline:
                 self.partial.append("time limit while listing objects")
                 break
             if not isinstance(o, kinds):
@@ -452,6 +452,8 @@ class _Scanner:
                 self._saved_slot(fn, base, info)
             if info["name"].endswith("AccumulateGrad"):
                 v = getattr(fn, "variable", None)
+                if isinstance(v, self._param) and id(v) not in self.param_ids:
+                    self._exclude_tensor(v, param=True)   # also when the object listing was cut short
                 if isinstance(v, self._tensor):
                     e, key = self._tensor_entry(v, "variable", "alive")
                     e.pop("state")
