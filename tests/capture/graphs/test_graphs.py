@@ -280,6 +280,23 @@ class CustomFunction(ScanContract):
         self.assertEqual(kept["retained_bytes"], 4 * nbytes(6, 4) + nbytes(5, 5) + nbytes(size=8))
 
 
+def record(job_name, tmpdir):
+    """Runs a job under `memlens-cli record`; returns (graphs --json scans, graphs text)."""
+    session = os.path.join(tmpdir, job_name + ".mlsession")
+    p = subprocess.run([CLI, "record", "--quiet", "-o", session, "--", sys.executable, os.path.join(JOBS, job_name)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError("record failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
+    p = subprocess.run([CLI, "graphs", session, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=60)
+    if p.returncode != 0:
+        raise AssertionError("graphs failed (%d):\n%s" % (p.returncode, p.stderr))
+    scans = json.loads(p.stdout)["scans"]
+    p = subprocess.run([CLI, "graphs", session], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=60)
+    return scans, p.stdout
+
+
 class Recorded(unittest.TestCase):
     """end to end: a job under `memlens-cli record`, scans read back with `memlens-cli graphs`"""
 
@@ -288,20 +305,7 @@ class Recorded(unittest.TestCase):
         if not CLI:
             raise unittest.SkipTest("no --cli given (memlens-cli record)")
         cls.tmp = tempfile.TemporaryDirectory()
-        session = os.path.join(cls.tmp.name, "job.mlsession")
-        p = subprocess.run([CLI, "record", "--quiet", "-o", session, "--", sys.executable,
-                            os.path.join(JOBS, "recorded_leak.py")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
-        if p.returncode != 0:
-            raise AssertionError("record failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
-        p = subprocess.run([CLI, "graphs", session, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=60)
-        if p.returncode != 0:
-            raise AssertionError("graphs failed (%d):\n%s" % (p.returncode, p.stderr))
-        cls.scans = json.loads(p.stdout)["scans"]
-        p = subprocess.run([CLI, "graphs", session], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           universal_newlines=True, timeout=60)
-        cls.text = p.stdout
+        cls.scans, cls.text = record("recorded_leak.py", cls.tmp.name)
 
     @classmethod
     def tearDownClass(cls):
@@ -354,6 +358,45 @@ class Recorded(unittest.TestCase):
     def test_growth_in_text(self):
         self.assertIn("5 graphs like __main__.kept_outputs[*]", self.text)
         self.assertIn("growing:", self.text)
+
+
+class RecordedEvaluation(unittest.TestCase):
+    """end to end with DataLoaders: one more full graph per evaluation batch"""
+
+    @classmethod
+    def setUpClass(cls):
+        if not CLI:
+            raise unittest.SkipTest("no --cli given (memlens-cli record)")
+        with tempfile.TemporaryDirectory() as tmp:
+            cls.scans, cls.text = record("recorded_eval.py", tmp)
+
+    def test_growth_per_evaluation_batch(self):
+        got = [(s["iteration"], s["phase"], s.get("trigger")) for s in self.scans]
+        self.assertEqual(got, [(1, "train", "iteration"), (2, "train", "iteration"), (3, "train", "iteration"),
+                               (4, "eval", "iteration"), (5, "eval", "iteration"), (6, "eval", "iteration"),
+                               (7, "eval", "iteration"), (7, "exit", "exit")])
+        for s in self.scans[:3]:
+            self.assertEqual([g["root"] for g in s["graphs"]], ["train_epoch.loss"])
+            self.assertTrue(s["graphs"][0]["backward_ran"])
+        full = nbytes(16, 64) + nbytes(16, 32) + nbytes(16, 8)
+        for k, s in enumerate(self.scans[3:7]):
+            roots = by_root(s)
+            self.assertEqual(sorted(roots), ["validate.kept_outputs[%d]" % i for i in range(k + 1)])
+            for i in range(k + 1):
+                g = roots["validate.kept_outputs[%d]" % i]
+                self.assertEqual(g["first_seen"], 4 + i)
+                self.assertEqual(g["retained_bytes"], full)
+                self.assertFalse(g["backward_ran"])
+            self.assertEqual(s["total_retained_bytes"], (k + 1) * full)
+        self.assertIn("validate.kept_outputs[*]: 1 at iteration 4, 4 at iteration 7", self.text)
+
+    def test_exit_scan(self):
+        roots = by_root(self.scans[-1])
+        self.assertEqual(sorted(roots), ["__main__.late"] + ["__main__.results[%d]" % i for i in range(4)])
+        # the same tensors under another name: first seen when they were validate's
+        self.assertEqual([roots["__main__.results[%d]" % i]["first_seen"] for i in range(4)], [4, 5, 6, 7])
+        self.assertEqual(roots["__main__.late"]["first_seen"], 7)
+        self.assertEqual(roots["__main__.late"]["retained_bytes"], nbytes(2, 64) + nbytes(2, 32) + nbytes(2, 8))
 
 
 class ScanTime(unittest.TestCase):
