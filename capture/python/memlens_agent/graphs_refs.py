@@ -379,8 +379,8 @@ class ReferrerSearch:
             if isinstance(o, types.TracebackType):
                 return [(".tb_frame", o.tb_frame), (".tb_next", o.tb_next)]
             if isinstance(o, types.FrameType):
-                if self.own_frame(o):
-                    return []
+                if self.own_frame(o) or not o.f_code.co_flags & _CO_OPTIMIZED:
+                    return []   # ours, or module-level code: its globals are roots already
                 return [(".<%s>.%s" % (o.f_code.co_name, k), v) for k, v in frame_locals(o)]
             if isinstance(o, types.CellType):
                 try:
