@@ -109,8 +109,8 @@ int printSummary(const SessionFile& f, const std::string& file) {
 int recordCommand(const std::vector<std::string>& args) {
     // Options up to "--" or the first word that is not an option; the rest is the command.
     static const std::set<std::string> valued = {"output", "snapshot-every", "snapshot-iterations", "snapshot-period",
-                                                 "max-entries", "stacks", "sample-interval"};
-    static const std::set<std::string> flags = {"no-exit-snapshot", "no-oom-snapshot", "quiet"};
+                                                 "max-entries", "stacks", "sample-interval", "agent-config"};
+    static const std::set<std::string> flags = {"no-exit-snapshot", "no-oom-snapshot", "quiet", "manual-steps"};
     std::vector<std::string> mine, command;
     size_t i = 0;
     for (; i < args.size(); ++i) {
@@ -170,6 +170,12 @@ int recordCommand(const std::vector<std::string>& args) {
         throw UsageError("--stacks is python, all or none");
     o.capture.exitSnapshot = !a.has("no-exit-snapshot");
     o.capture.oomSnapshot = !a.has("no-oom-snapshot");
+    o.capture.manualSteps = a.has("manual-steps");
+    if (auto v = a.value("agent-config")) {
+        auto j = nlohmann::json::parse(*v, nullptr, false);
+        if (!j.is_object()) throw UsageError("--agent-config needs a JSON object, got '" + *v + "'");
+        o.capture.agentExtra = j;
+    }
     o.sampleIntervalMs = static_cast<int>(a.integer("sample-interval", 500));
     if (o.sampleIntervalMs < 10) throw UsageError("--sample-interval is at least 10 (milliseconds)");
     o.quiet = a.has("quiet");

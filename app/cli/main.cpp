@@ -27,6 +27,8 @@ const char* kUsage =
     "      --max-entries N                      allocator history kept (default 100000)\n"
     "      --stacks python|all|none             stack frames recorded (default: python;\n"
     "                                           C++ programs: all)\n"
+    "      --manual-steps                       only memlens_agent.mark_step() ends iterations\n"
+    "      --agent-config JSON                  more agent settings, e.g. '{\"graph_scans\": false}'\n"
     "      --no-exit-snapshot, --no-oom-snapshot, --sample-interval MS (NVML, default 500), --quiet\n"
     "                                           exits with COMMAND's status (128+N: killed by signal N)\n"
     "  session FILE [--json] [--check] [--follow]\n"

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -43,13 +44,16 @@ namespace fs = std::filesystem;
 json CaptureConfig::toJson() const {
     json ranges = json::array();
     for (auto [a, b] : snapshotIterations) ranges.push_back({a, b});
-    return {{"snapshot_every", snapshotEvery},
-            {"snapshot_iterations", ranges},
-            {"snapshot_period_s", snapshotPeriodSeconds},
-            {"max_entries", maxEntries},
-            {"stacks", stacks},
-            {"exit_snapshot", exitSnapshot},
-            {"oom_snapshot", oomSnapshot}};
+    json j = agentExtra.is_object() ? agentExtra : json::object();
+    j["snapshot_every"] = snapshotEvery;
+    j["snapshot_iterations"] = ranges;
+    j["snapshot_period_s"] = snapshotPeriodSeconds;
+    j["max_entries"] = maxEntries;
+    j["stacks"] = stacks;
+    j["exit_snapshot"] = exitSnapshot;
+    j["oom_snapshot"] = oomSnapshot;
+    j["manual_steps"] = manualSteps;
+    return j;
 }
 
 CaptureConfig CaptureConfig::fromJson(const json& j) {
@@ -65,6 +69,12 @@ CaptureConfig CaptureConfig::fromJson(const json& j) {
     c.stacks = j.value("stacks", std::string("default"));
     c.exitSnapshot = j.value("exit_snapshot", true);
     c.oomSnapshot = j.value("oom_snapshot", true);
+    c.manualSteps = j.value("manual_steps", false);
+    static const std::set<std::string> known = {"snapshot_every", "snapshot_iterations", "snapshot_period_s",
+                                                "max_entries", "stacks", "exit_snapshot", "oom_snapshot",
+                                                "manual_steps"};
+    for (auto& [k, v] : j.items())
+        if (!known.count(k)) c.agentExtra[k] = v;
     return c;
 }
 

@@ -155,22 +155,24 @@ SessionWriter::SessionWriter(const std::string& path, const std::string& writerN
         if (::unlink(p.c_str()) != 0 && errno != ENOENT)
             throw SessionError("cannot replace " + p + ": " + std::strerror(errno));
     }
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
-    if (rc != SQLITE_OK) {
-        std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw SessionError("cannot create session: " + msg);
-    }
-    try {
+    auto open = [&](const std::string& p, int flags) {
+        int rc = sqlite3_open_v2(p.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+        if (rc != SQLITE_OK) {
+            std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+            sqlite3_close(db_);
+            db_ = nullptr;
+            throw SessionError("cannot create session: " + msg);
+        }
         sqlite3_busy_timeout(db_, 5000);
+    };
+    // The file is made complete (schema, header, meta) under another name and renamed into place,
+    // so that a reader never sees a session file without its tables.
+    std::string tmp = path + ".creating";
+    for (const char* suffix : {"", "-journal"}) ::unlink((tmp + suffix).c_str());
+    open(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    try {
         // Large pages: snapshots are tens to hundreds of MB of blob pages.
         exec("PRAGMA page_size = 65536");
-        exec("PRAGMA journal_mode = WAL");
-        exec("PRAGMA synchronous = NORMAL");
-        // After a checkpoint the log shrinks back to this size rather than keep a snapshot's size.
-        exec("PRAGMA journal_size_limit = 67108864");
         exec("BEGIN");
         exec(sql::kSchema);
         exec(("PRAGMA application_id = " + std::to_string(kSessionApplicationId)).c_str());
@@ -178,23 +180,35 @@ SessionWriter::SessionWriter(const std::string& path, const std::string& writerN
         char host[256] = {};
         ::gethostname(host, sizeof host - 1);
         int64_t now = sessionNowUs();
-        Stmt ins(db_, "INSERT INTO meta(key, value) VALUES (?, ?)", "table 'meta'");
-        auto put = [&](const char* k, const std::string& v) {
-            ins.reset();
-            ins.bind(1, std::string_view(k)).bind(2, v).run();
-        };
-        put("format", "memlens-session");
-        put("writer", writerName);
-        put("created_us", std::to_string(now));
-        put("writer_pid", std::to_string(::getpid()));
-        put("writer_host", host);
-        put("writer_start_ticks", std::to_string(processStartTicks(::getpid())));
-        put("heartbeat_us", std::to_string(now));
-        put("finished", "0");
+        {
+            Stmt ins(db_, "INSERT INTO meta(key, value) VALUES (?, ?)", "table 'meta'");
+            auto put = [&](const char* k, const std::string& v) {
+                ins.reset();
+                ins.bind(1, std::string_view(k)).bind(2, v).run();
+            };
+            put("format", "memlens-session");
+            put("writer", writerName);
+            put("created_us", std::to_string(now));
+            put("writer_pid", std::to_string(::getpid()));
+            put("writer_host", host);
+            put("writer_start_ticks", std::to_string(processStartTicks(::getpid())));
+            put("heartbeat_us", std::to_string(now));
+            put("finished", "0");
+        }
         exec("COMMIT");
-    } catch (...) {
         sqlite3_close(db_);
         db_ = nullptr;
+        if (std::rename(tmp.c_str(), path.c_str()) != 0)
+            throw SessionError("cannot create session: " + std::string(std::strerror(errno)));
+        open(path, SQLITE_OPEN_READWRITE);
+        exec("PRAGMA journal_mode = WAL");
+        exec("PRAGMA synchronous = NORMAL");
+        // After a checkpoint the log shrinks back to this size rather than keep a snapshot's size.
+        exec("PRAGMA journal_size_limit = 67108864");
+    } catch (...) {
+        if (db_) sqlite3_close(db_);
+        db_ = nullptr;
+        ::unlink(tmp.c_str());
         throw;
     }
 }

@@ -28,7 +28,9 @@ def iteration():
 
 
 def mark_step(phase=None):
-    """Ends the current iteration. From the first call on, only mark_step() marks iterations.
+    """Ends the current iteration. From the first call on, only mark_step() marks iterations;
+    those an optimizer step or a DataLoader batch ended before it stay (record with
+    `memlens-cli record --manual-steps` to have only marked ones from the start).
     phase: "train", "eval", ...; by default inferred (backward/step: train; no_grad or
     model.eval(): eval; else other)."""
     a = _a._agent

@@ -17,7 +17,8 @@ Iterations. One iteration per step as the user counts them:
   optimizer steps before the next batch (GANs) extend it; batches without a step after a
   backward() (gradient accumulation) stay in it; other loaders read inside it do not split it;
 * a loop without a DataLoader: one iteration per optimizer step;
-* after the first mark_step(), only mark_step() marks iterations.
+* after the first mark_step(), only mark_step() marks iterations (with the recorder's
+  --manual-steps, from the start).
 Phase: "train" when it stepped or ran backward(); "eval" under no_grad/inference_mode or after
 model.eval(); else "other".
 
@@ -81,7 +82,7 @@ class Agent(object):
         self.main_ident = threading.main_thread().ident
         self.index = 0  # iterations ended so far
         self.open = None
-        self.manual = False
+        self.manual = bool(config.get("manual_steps"))  # only mark_step() marks iterations
         self.boundary_us = _now_us()
         self.first_start_us = None  # optimizer created / model.train() before the first iteration
         self.since = _Since()

@@ -21,6 +21,10 @@ struct CaptureConfig {
     std::string stacks = "default";
     bool exitSnapshot = true;
     bool oomSnapshot = true;
+    // Only memlens_agent.mark_step() marks iterations (no automatic boundaries).
+    bool manualSteps = false;
+    // More settings for the agent, merged into the JSON as they are (e.g. {"graph_scans": false}).
+    nlohmann::json agentExtra = nlohmann::json::object();
 
     nlohmann::json toJson() const;
     static CaptureConfig fromJson(const nlohmann::json& j);
