@@ -313,13 +313,14 @@ class Recorded(unittest.TestCase):
             cls.tmp.cleanup()
 
     def test_schedule(self):
-        # every boundary of the first 10 iterations, the request at step 12 (iteration 13 in
-        # progress), the exit; iteration 20 may be left out by graph_scan_max_share
+        # every boundary of the first 10 iterations, the job's request at step 12 (iteration 13
+        # in progress), the recorder's (SIGUSR1) at the boundary after step 15, the exit;
+        # iteration 20 may be left out by graph_scan_max_share
         got = [(s["iteration"], s.get("trigger")) for s in self.scans]
-        expected = [(i, "iteration") for i in range(1, 11)] + [(13, "request")]
-        self.assertEqual(got[:11], expected)
+        expected = [(i, "iteration") for i in range(1, 11)] + [(13, "request"), (16, "request")]
+        self.assertEqual(got[:12], expected)
         self.assertEqual(got[-1], (25, "exit"))
-        self.assertTrue(set(got[11:-1]) <= {(20, "iteration")}, got)
+        self.assertTrue(set(got[12:-1]) <= {(20, "iteration")}, got)
 
     def test_contract(self):
         for s in self.scans:
