@@ -445,8 +445,9 @@ class _Scanner:
             info["next"] = [f for f, _ in fn.next_functions if f is not None]
         except Exception:
             pass
-        if self._fn_base is not None and isinstance(fn, self._fn_base):
-            self._python_node(fn, info)
+        if (isinstance(fn, self._fn_base) if self._fn_base is not None
+                else hasattr(type(fn), "_raw_saved_tensors") and hasattr(type(fn), "saved_tensors")):
+            self._python_node(fn, info)   # a custom Function's ctx
         else:
             for base in self._saved_names(type(fn)):
                 self._saved_slot(fn, base, info)
