@@ -22,6 +22,7 @@ import gc
 import os
 import sys
 import sysconfig
+import threading
 import time
 import types
 
@@ -117,7 +118,9 @@ def frame_locals(frame):
 
     Before Python 3.13 ``frame.f_locals`` of a function frame copies the fast locals into a
     dict cached on the frame, which would keep them alive after the function drops them; that
-    cache is emptied again (it is refreshed by every later reader)."""
+    cache is emptied again (it is refreshed by every later reader). Not under a trace function
+    (a debugger): after a Python trace function returns, the interpreter writes that dict back
+    into the frame's variables, and an emptied one would delete them."""
     try:
         fl = frame.f_locals
     except Exception:
@@ -127,9 +130,16 @@ def frame_locals(frame):
     except Exception:
         return []
     if (_OLD_FRAME_LOCALS and type(fl) is dict and frame.f_code.co_flags & _CO_OPTIMIZED
-            and fl is not frame.f_globals):
+            and fl is not frame.f_globals and frame.f_trace is None and not _tracing()):
         fl.clear()
     return items
+
+
+def _tracing():
+    if sys.gettrace() is not None:
+        return True
+    gettrace = getattr(threading, "gettrace", None)   # Python 3.10+
+    return gettrace is not None and gettrace() is not None
 
 
 def _instance_dict(o):

@@ -240,6 +240,13 @@ class Holders(ScanContract):
         self.assertNotIn("worker_loop.held_by_thread", after)
 
 
+class UnderTracer(unittest.TestCase):
+    def test_traced_frame_keeps_its_variables(self):
+        r = job("under_tracer.py")
+        self.assertTrue(r["variables_kept"], r.get("error"))
+        self.assertEqual([g["root"] for g in r["scan"]["graphs"]], ["work.out"])
+
+
 class HookDetectionUnavailable(ScanContract):
     def test_nothing_unpacked(self):
         r = job("unavailable.py")
