@@ -16,7 +16,7 @@ namespace tracetest {
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 constexpr uint64_t kBase = 0x7f0000000000ull;  // the one segment's address
-constexpr uint64_t kSegment = 256 * MiB;
+constexpr uint64_t kSegment = 8 * MiB;
 
 // Address of the k-th 1 MiB slot in the segment.
 constexpr uint64_t slot(int k) { return kBase + static_cast<uint64_t>(k) * MiB; }
