@@ -1,0 +1,420 @@
+#include "MainWindow.h"
+
+#include "ErrorBanner.h"
+#include "ExampleSnapshot.h"
+#include "LoadProgressPanel.h"
+#include "NavigationActions.h"
+#include "RecentFiles.h"
+#include "StartPage.h"
+
+#include "memlens/views/ByteFormat.h"
+#include "memlens/views/SnapshotDocument.h"
+#include "memlens/views/SnapshotLoader.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabBar>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+namespace memlens::gui {
+
+namespace {
+constexpr int kLayoutVersion = 1;
+const QString kGeometryKey = QStringLiteral("window/geometry");
+const QString kStateKey = QStringLiteral("window/state");
+
+QStringList localFiles(const QMimeData* mime) {
+    QStringList out;
+    if (!mime || !mime->hasUrls()) return out;
+    const QList<QUrl> urls = mime->urls();
+    for (const QUrl& url : urls)
+        if (url.isLocalFile()) out << url.toLocalFile();
+    return out;
+}
+} // namespace
+
+MainWindow::MainWindow(bool persistent, QWidget* parent) : QMainWindow(parent), m_persistent(persistent) {
+    setObjectName(QStringLiteral("memlensWindow"));
+    setWindowIcon(QIcon::fromTheme(QStringLiteral("memlens")));
+    setAcceptDrops(true);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks | QMainWindow::AllowNestedDocks);
+    setDocumentMode(true);
+
+    m_loader = new views::SnapshotLoader(this);
+    connect(m_loader, &views::SnapshotLoader::progressChanged, this, &MainWindow::onProgress);
+    connect(m_loader, &views::SnapshotLoader::loaded, this, &MainWindow::onLoaded);
+    connect(m_loader, &views::SnapshotLoader::failed, this, &MainWindow::onFailed);
+    m_recent = new RecentFiles(persistent, this);
+    m_nav = new NavigationActions(this);
+    connect(m_nav, &NavigationActions::message, this, [this](const QString& m) { statusBar()->showMessage(m, 4000); });
+
+    createTopPanel();
+    createActions();
+    createToolBar();
+    m_start = new StartPage(m_recent, findExampleSnapshot(), this);
+    connect(m_start, &StartPage::openRequested, this, &MainWindow::openDialog);
+    connect(m_start, &StartPage::fileRequested, this, [this](const QString& p) { openFiles({p}); });
+    setCentralWidget(m_start);
+    createDocks();
+    m_entryStatus = new QLabel(this);
+    statusBar()->addPermanentWidget(m_entryStatus);
+    resize(1400, 900);
+    arrangeDefaultLayout();
+    m_defaultState = saveState(kLayoutVersion);
+    if (m_persistent) restoreLayout();
+    showDocument(-1);
+}
+
+MainWindow::~MainWindow() {
+    for (Dock& d : m_docks) d.view.setDocument(nullptr);
+    m_nav->setDocument(nullptr);
+}
+
+void MainWindow::createTopPanel() {
+    // menu bar, then the error banner and the load progress: always at the top, above the docks
+    auto* panel = new QWidget(this);
+    auto* v = new QVBoxLayout(panel);
+    v->setContentsMargins(0, 0, 0, 0);
+    v->setSpacing(0);
+    auto* menus = new QMenuBar(panel);
+    v->addWidget(menus);
+    m_banner = new ErrorBanner(panel);
+    v->addWidget(m_banner);
+    m_progress = new LoadProgressPanel(panel);
+    connect(m_progress, &LoadProgressPanel::cancelRequested, this, &MainWindow::cancelLoading);
+    v->addWidget(m_progress);
+    setMenuWidget(panel);
+}
+
+void MainWindow::createActions() {
+    auto* menus = menuWidget()->findChild<QMenuBar*>();
+    QMenu* file = menus->addMenu(tr("&File"));
+    QAction* open = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open…"), this, &MainWindow::openDialog);
+    open->setShortcut(QKeySequence::Open);
+    open->setObjectName(QStringLiteral("openAction"));
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    connect(m_recent, &RecentFiles::changed, this, &MainWindow::rebuildRecentMenu);
+    rebuildRecentMenu();
+    QAction* example = file->addAction(tr("Open the &Example"), this, [this] { openFiles({findExampleSnapshot()}); });
+    example->setEnabled(!findExampleSnapshot().isEmpty());
+    file->addSeparator();
+    m_closeTab = file->addAction(tr("&Close"), this, [this] { closeDocument(m_tabs->currentIndex()); });
+    m_closeTab->setShortcut(QKeySequence::Close);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+    for (QAction* a : {open, m_closeTab, quit}) addAction(a);
+
+    m_viewMenu = menus->addMenu(tr("&View"));
+    QMenu* navigate = menus->addMenu(tr("&Navigate"));
+    m_nav->fillMenu(navigate);
+
+    QMenu* help = menus->addMenu(tr("&Help"));
+    help->addAction(tr("&About memlens"), this, [this] {
+        QMessageBox::about(this, tr("About memlens"),
+                           tr("<b>memlens %1</b><p>Where the GPU memory of a PyTorch job goes, and who keeps it.</p>"
+                              "<p>Reads PyTorch CUDA memory snapshots (torch 2.0 to 2.11) without running Python.</p>")
+                               .arg(QApplication::applicationVersion()));
+    });
+}
+
+void MainWindow::createToolBar() {
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setMovable(false);
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    QAction* open = findChild<QAction*>(QStringLiteral("openAction"));
+    bar->addAction(open);
+    bar->addSeparator();
+    m_tabs = new QTabBar(bar);
+    m_tabs->setDocumentMode(true);
+    m_tabs->setTabsClosable(true);
+    m_tabs->setMovable(true);
+    m_tabs->setExpanding(false);
+    m_tabs->setElideMode(Qt::ElideMiddle);
+    m_tabs->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    connect(m_tabs, &QTabBar::currentChanged, this, &MainWindow::showDocument);
+    connect(m_tabs, &QTabBar::tabCloseRequested, this, &MainWindow::closeDocument);
+    connect(m_tabs, &QTabBar::tabMoved, this, [this](int from, int to) { m_documents.move(from, to); });
+    bar->addWidget(m_tabs);
+    bar->addSeparator();
+    auto* deviceLabel = new QLabel(tr(" Device: "), bar);
+    bar->addWidget(deviceLabel);
+    m_devices = new QComboBox(bar);
+    m_devices->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_devices->setToolTip(tr("The GPU whose memory the views show"));
+    connect(m_devices, &QComboBox::activated, this, [this](int i) {
+        if (auto* doc = currentDocument()) doc->setDevice(m_devices->itemData(i).toInt());
+    });
+    bar->addWidget(m_devices);
+    bar->addSeparator();
+    bar->addAction(m_nav->previousEvent);
+    bar->addAction(m_nav->nextEvent);
+    m_nav->previousEvent->setIconText(QStringLiteral("◀"));
+    m_nav->nextEvent->setIconText(QStringLiteral("▶"));
+    bar->addAction(m_nav->back);
+    m_nav->back->setIconText(tr("Back"));
+    bar->addAction(m_nav->resetSelection);
+    m_nav->resetSelection->setIconText(tr("Clear selection"));
+}
+
+void MainWindow::createDocks() {
+    const QList<ViewInfo> catalog = viewCatalog();
+    for (const ViewInfo& info : catalog) {
+        Dock d;
+        d.info = info;
+        d.dock = new QDockWidget(info.title, this);
+        d.dock->setObjectName(info.objectName);
+        d.view = createView(info.name, d.dock);
+        d.dock->setWidget(d.view.widget);
+        m_viewMenu->addAction(d.dock->toggleViewAction());
+        m_docks.append(d);
+    }
+    m_viewMenu->addSeparator();
+    m_viewMenu->addAction(tr("&Reset Layout"), this, [this] { restoreState(m_defaultState, kLayoutVersion); });
+}
+
+QDockWidget* MainWindow::dock(const QString& name) const {
+    for (const Dock& d : m_docks)
+        if (d.info.name == name) return d.dock;
+    return nullptr;
+}
+
+void MainWindow::arrangeDefaultLayout() {
+    // Timeline across the top; below it the entries (and sites), the block map (and breakdown),
+    // and the stack of what is selected.
+    QDockWidget* timeline = dock(QStringLiteral("timeline"));
+    QDockWidget* events = dock(QStringLiteral("events"));
+    QDockWidget* sites = dock(QStringLiteral("sites"));
+    QDockWidget* blocks = dock(QStringLiteral("blocks"));
+    QDockWidget* breakdown = dock(QStringLiteral("breakdown"));
+    QDockWidget* stack = dock(QStringLiteral("stack"));
+    addDockWidget(Qt::TopDockWidgetArea, timeline);
+    addDockWidget(Qt::BottomDockWidgetArea, events);
+    splitDockWidget(events, blocks, Qt::Horizontal);
+    splitDockWidget(blocks, stack, Qt::Horizontal);
+    tabifyDockWidget(events, sites);
+    tabifyDockWidget(blocks, breakdown);
+    events->raise();
+    blocks->raise();
+    resizeDocks({timeline, events}, {46, 54}, Qt::Vertical);
+    resizeDocks({events, blocks, stack}, {40, 36, 24}, Qt::Horizontal);
+}
+
+void MainWindow::restoreLayout() {
+    QSettings s;
+    restoreGeometry(s.value(kGeometryKey).toByteArray());
+    restoreState(s.value(kStateKey).toByteArray(), kLayoutVersion);
+}
+
+void MainWindow::saveLayout() const {
+    if (!m_persistent) return;
+    QSettings s;
+    s.setValue(kGeometryKey, saveGeometry());
+    s.setValue(kStateKey, saveState(kLayoutVersion));
+}
+
+bool MainWindow::raiseView(const QString& name) {
+    QDockWidget* d = dock(name);
+    if (!d) return false;
+    d->show();
+    d->raise();
+    return true;
+}
+
+QString MainWindow::bannerMessage() const { return m_banner->message(); }
+
+void MainWindow::rebuildRecentMenu() {
+    m_recentMenu->clear();
+    const QStringList files = m_recent->files();
+    for (const QString& f : files) m_recentMenu->addAction(QFileInfo(f).fileName(), this, [this, f] { openFiles({f}); })->setToolTip(f);
+    if (!files.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("Clear List"), m_recent, &RecentFiles::clear);
+    }
+    m_recentMenu->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::openDialog() {
+    const QStringList files = QFileDialog::getOpenFileNames(
+        this, tr("Open Snapshots"), QString(),
+        tr("PyTorch memory snapshots (*.pickle *.pkl *.pck *.pt);;All files (*)"));
+    if (!files.isEmpty()) openFiles(files);
+}
+
+void MainWindow::openFiles(const QStringList& paths) {
+    if (paths.isEmpty()) return;
+    if (m_loader->isLoading()) m_loader->cancel();
+    m_queue = paths;
+    startNextLoad();
+}
+
+bool MainWindow::isLoading() const { return m_loader->isLoading() || !m_queue.isEmpty(); }
+
+void MainWindow::startNextLoad() {
+    if (m_queue.isEmpty()) {
+        m_progress->finish();
+        return;
+    }
+    const QString path = m_queue.takeFirst();
+    m_progress->start(QFileInfo(path).fileName(), static_cast<int>(m_queue.size()));
+    m_generation = m_loader->load(path);
+}
+
+void MainWindow::onProgress(quint64 generation, const QString& phase, double fraction) {
+    if (generation == m_generation) m_progress->setProgress(phase, fraction);
+}
+
+void MainWindow::cancelLoading() {
+    m_queue.clear();
+    m_loader->cancel();
+    m_progress->finish();
+    statusBar()->showMessage(tr("Opening cancelled."), 4000);
+}
+
+void MainWindow::onLoaded(quint64 generation, std::shared_ptr<const views::LoadedSnapshot> loaded) {
+    if (generation != m_generation) return;
+    auto* doc = new views::SnapshotDocument(std::move(loaded), this);
+    m_recent->add(doc->path());
+    m_banner->dismiss();
+    addDocument(doc);
+    statusBar()->showMessage(tr("Opened %1 in %2 s").arg(doc->fileName()).arg(doc->loaded().loadSeconds, 0, 'f', 2), 5000);
+    emit documentOpened(doc);
+    startNextLoad();
+}
+
+void MainWindow::onFailed(quint64 generation, const QString& path, const QString& message) {
+    if (generation != m_generation) return;
+    m_banner->showError(message);
+    emit openFailed(path, message);
+    startNextLoad();
+}
+
+void MainWindow::addDocument(views::SnapshotDocument* doc) {
+    // the same file again replaces its tab (a reload)
+    const QString path = QFileInfo(doc->path()).absoluteFilePath();
+    for (int i = 0; i < m_documents.size(); ++i) {
+        if (QFileInfo(m_documents[i]->path()).absoluteFilePath() != path) continue;
+        views::SnapshotDocument* old = m_documents[i];
+        m_documents[i] = doc;
+        if (m_tabs->currentIndex() == i) showDocument(i);
+        else m_tabs->setCurrentIndex(i);
+        old->deleteLater();
+        return;
+    }
+    m_documents.append(doc);
+    const int tab = m_tabs->addTab(doc->fileName());
+    m_tabs->setTabToolTip(tab, doc->path());
+    if (m_tabs->currentIndex() == tab) showDocument(tab);
+    else m_tabs->setCurrentIndex(tab);
+}
+
+views::SnapshotDocument* MainWindow::currentDocument() const {
+    const int i = m_tabs->currentIndex();
+    return i >= 0 && i < m_documents.size() ? m_documents[i] : nullptr;
+}
+
+void MainWindow::showDocument(int) {
+    views::SnapshotDocument* doc = currentDocument();
+    for (Dock& d : m_docks) d.view.setDocument(doc);
+    m_nav->setDocument(doc);
+    for (views::SnapshotDocument* other : std::as_const(m_documents)) disconnect(other, nullptr, this, nullptr);
+    if (doc) {
+        connect(doc, &views::SnapshotDocument::deviceChanged, this, [this] { updateDevices(); updateStatus(); });
+        connect(doc, &views::SnapshotDocument::currentEventChanged, this, &MainWindow::updateStatus);
+    }
+    const bool any = doc != nullptr;
+    m_start->setVisible(!any);
+    for (Dock& d : m_docks) d.dock->setEnabled(any);
+    m_closeTab->setEnabled(any);
+    updateDevices();
+    updateStatus();
+    updateTitle();
+}
+
+void MainWindow::closeDocument(int tab) {
+    if (tab < 0 || tab >= m_documents.size()) return;
+    views::SnapshotDocument* doc = m_documents.takeAt(tab);
+    for (Dock& d : m_docks) d.view.setDocument(nullptr);
+    m_tabs->removeTab(tab);  // shows the next tab, if any
+    if (m_documents.isEmpty()) showDocument(-1);
+    doc->deleteLater();
+}
+
+void MainWindow::updateDevices() {
+    const QSignalBlocker block(m_devices);
+    m_devices->clear();
+    views::SnapshotDocument* doc = currentDocument();
+    if (doc) {
+        const QVector<int> devices = doc->devices();
+        for (int d : devices) {
+            const auto* data = doc->snapshot().device(d);
+            const qlonglong entries = data ? static_cast<qlonglong>(data->trace.rows()) : 0;
+            m_devices->addItem(tr("cuda:%1 (%2 entries)").arg(d).arg(QLocale::system().toString(entries)), d);
+        }
+        m_devices->setCurrentIndex(m_devices->findData(doc->device()));
+    }
+    m_devices->setEnabled(m_devices->count() > 1);
+    if (m_devices->count() == 0) m_devices->addItem(doc ? tr("no device") : tr("—"));
+}
+
+void MainWindow::updateStatus() {
+    views::SnapshotDocument* doc = currentDocument();
+    if (!doc || doc->entryCount() == 0) {
+        m_entryStatus->setText(doc ? tr("no trace entries on this device") : QString());
+        return;
+    }
+    const int64_t i = doc->currentEvent();
+    if (i < 0) {
+        m_entryStatus->setText(tr("before the first entry"));
+        return;
+    }
+    const auto& trace = doc->deviceData().trace;
+    const auto& tl = doc->timeline();
+    const QLocale loc = QLocale::system();
+    m_entryStatus->setText(tr("Entry %1 of %2: %3 %4 · live %5 · reserved %6")
+                               .arg(loc.toString(static_cast<qlonglong>(i)), loc.toString(static_cast<qlonglong>(doc->entryCount())),
+                                    QString::fromLatin1(model::actionName(trace.action[static_cast<size_t>(i)])),
+                                    views::formatBytes(static_cast<double>(trace.size[static_cast<size_t>(i)])),
+                                    views::formatBytes(static_cast<double>(tl.liveBytes[static_cast<size_t>(i)])),
+                                    views::formatBytes(static_cast<double>(tl.reservedBytes[static_cast<size_t>(i)]))));
+}
+
+void MainWindow::updateTitle() {
+    views::SnapshotDocument* doc = currentDocument();
+    setWindowTitle(doc ? tr("%1 — memlens").arg(doc->fileName()) : tr("memlens"));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    m_queue.clear();
+    m_loader->cancel();
+    saveLayout();
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!localFiles(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QStringList files = localFiles(event->mimeData());
+    if (files.isEmpty()) return;
+    event->acceptProposedAction();
+    openFiles(files);
+}
+
+} // namespace memlens::gui

@@ -1,0 +1,107 @@
+#pragma once
+// The memlens window: open files (menu, command line, drag and drop, recent files, the example),
+// loaded off the GUI thread with progress and Cancel; one tab per file; the views as docks that
+// follow the current tab; a device selector; stepping through the trace by keyboard.
+#include "ViewCatalog.h"
+
+#include <QMainWindow>
+
+#include <memory>
+
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QTabBar;
+
+namespace memlens::views {
+class SnapshotDocument;
+class SnapshotLoader;
+struct LoadedSnapshot;
+} // namespace memlens::views
+
+namespace memlens::gui {
+
+class ErrorBanner;
+class LoadProgressPanel;
+class NavigationActions;
+class RecentFiles;
+class StartPage;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // persistent: read and write the settings (layout, recent files); automation passes false.
+    explicit MainWindow(bool persistent = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Opens the files one after the other; any load still running is cancelled first.
+    void openFiles(const QStringList& paths);
+    views::SnapshotDocument* currentDocument() const;
+    int documentCount() const { return static_cast<int>(m_documents.size()); }
+    bool isLoading() const;
+    // Brings a view's dock to the front (names as in viewNames()).
+    bool raiseView(const QString& name);
+    QDockWidget* dock(const QString& name) const;
+    QString bannerMessage() const;
+
+signals:
+    void documentOpened(memlens::views::SnapshotDocument* doc);
+    void openFailed(const QString& path, const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    struct Dock {
+        ViewInfo info;
+        QDockWidget* dock = nullptr;
+        ViewHandle view;
+    };
+
+    void createTopPanel();
+    void createActions();
+    void createToolBar();
+    void createDocks();
+    void arrangeDefaultLayout();
+    void restoreLayout();
+    void saveLayout() const;
+    void rebuildRecentMenu();
+    void openDialog();
+
+    void startNextLoad();
+    void onProgress(quint64 generation, const QString& phase, double fraction);
+    void onLoaded(quint64 generation, std::shared_ptr<const views::LoadedSnapshot> loaded);
+    void onFailed(quint64 generation, const QString& path, const QString& message);
+    void cancelLoading();
+
+    void addDocument(views::SnapshotDocument* doc);
+    void showDocument(int tab);
+    void closeDocument(int tab);
+    void updateDevices();
+    void updateStatus();
+    void updateTitle();
+
+    bool m_persistent;
+    views::SnapshotLoader* m_loader = nullptr;
+    RecentFiles* m_recent = nullptr;
+    NavigationActions* m_nav = nullptr;
+    ErrorBanner* m_banner = nullptr;
+    LoadProgressPanel* m_progress = nullptr;
+    StartPage* m_start = nullptr;
+    QTabBar* m_tabs = nullptr;
+    QComboBox* m_devices = nullptr;
+    QLabel* m_entryStatus = nullptr;
+    QMenu* m_viewMenu = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QAction* m_closeTab = nullptr;
+    QList<Dock> m_docks;
+    QList<views::SnapshotDocument*> m_documents;  // in tab order
+    QStringList m_queue;
+    quint64 m_generation = 0;
+    QByteArray m_defaultState;
+};
+
+} // namespace memlens::gui
