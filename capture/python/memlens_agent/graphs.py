@@ -36,6 +36,7 @@ _probe = graphs_saved.HookProbe()
 MAX_DETAIL_GRAPHS = 50           # graphs with nodes_list/edges (besides one per signature)
 MAX_DETAIL_NODES_PER_SCAN = 20000
 MAX_REVERSE = 64                 # unnamed tensors looked up with gc.get_referrers per scan
+REVERSE_WORK = 200_000_000       # heap objects x objects asked about, per gc.get_referrers call
 
 # "[torch.cuda.FloatTensor [32, 8]], which is output 0 of ..., is at version 26; expected version 25"
 _MODIFIED = re.compile(r"\[torch\.(cuda\.)?(\w+)Tensor \[([0-9, ]*)\]\]")
@@ -156,6 +157,7 @@ class _Scanner:
         kinds = tuple(t for t in (tensor_t, optim_t, module_t) if t is not None)
         cands = {}
         objs = gc.get_objects()
+        heap = len(objs)
         n = 0
         for o in objs:
             n += 1
@@ -204,12 +206,15 @@ class _Scanner:
                 break
             self._order(t.grad_fn)
         missing = {tid: t for tid, t in missing.items() if tid not in self.internal}
-        if len(missing) > MAX_REVERSE:
-            self.partial.append("%d unnamed tensors with a graph; %d looked up" % (len(missing), MAX_REVERSE))
-            missing = dict(list(missing.items())[:MAX_REVERSE])
-        if missing and time.monotonic() < self.discovery_deadline:
+        # gc.get_referrers visits every reference on the heap once per object asked about
+        max_front = max(1, min(MAX_REVERSE, REVERSE_WORK // max(heap, 1)))
+        if len(missing) > max_front:
+            self.partial.append("%d unnamed tensors with a graph; %d looked up" % (len(missing), max_front))
+            missing = dict(list(missing.items())[:max_front])
+        # one level costs about 0.1 us per heap object: start only when one fits in the time left
+        if missing and time.monotonic() + heap * 1.5e-7 < self.discovery_deadline:
             rev = refs.reverse(missing, own_ids={id(cands), id(roots), id(refs.info), id(refs.targets),
-                                                 id(self.nodes), id(self.orders)})
+                                                 id(self.nodes), id(self.orders)}, max_front=max_front)
             for tid, (paths, unreachable) in rev.items():
                 roots[tid] = (missing[tid], paths, unreachable)
         elif missing:

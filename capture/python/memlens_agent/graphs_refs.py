@@ -481,7 +481,7 @@ class ReferrerSearch:
         return found[:limit]
 
     # -- reverse -------------------------------------------------------------------------------
-    def reverse(self, missing, own_ids):
+    def reverse(self, missing, own_ids, max_front=64):
         """Paths for targets the forward walk did not reach. missing: {id: obj}.
 
         Returns {id: (paths, unreachable)}; targets held only by C++ or by autograd are left out."""
@@ -513,6 +513,10 @@ class ReferrerSearch:
         level = 0
         while frontier and level < REVERSE_LEVELS and time.monotonic() < self.deadline:
             level += 1
+            if len(frontier) > max_front:
+                # gc.get_referrers costs (references on the heap) x (objects asked about)
+                self.truncated = self.truncated or "reverse referrer search narrowed"
+                frontier = dict(list(frontier.items())[:max_front])
             front_objs = [objs[i] for i in frontier]
             ignore.add(id(front_objs))
             refs = gc.get_referrers(*front_objs)
