@@ -33,8 +33,8 @@ CommandLine CommandLine::parse(const QStringList& arguments) {
     if (!out.view.isEmpty() && !viewNames().contains(out.view))
         out.error = QStringLiteral("memlens: unknown view '%1'; the views are %2")
                         .arg(out.view, viewNames().join(QStringLiteral(", ")));
-    else if (!out.screenshot.isEmpty() && out.files.size() != 1)
-        out.error = QStringLiteral("memlens: --screenshot needs exactly one FILE");
+    else if (!out.screenshot.isEmpty() && out.files.size() > 1)
+        out.error = QStringLiteral("memlens: --screenshot takes one FILE (none: the start page)");
     return out;
 }
 

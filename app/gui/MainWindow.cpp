@@ -30,6 +30,8 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <cmath>
+
 namespace memlens::gui {
 
 namespace {
@@ -185,7 +187,10 @@ void MainWindow::createDocks() {
         m_docks.append(d);
     }
     m_viewMenu->addSeparator();
-    m_viewMenu->addAction(tr("&Reset Layout"), this, [this] { restoreState(m_defaultState, kLayoutVersion); });
+    m_viewMenu->addAction(tr("&Reset Layout"), this, [this] {
+        if (m_docksShown) restoreState(m_defaultState, kLayoutVersion);
+        else m_hiddenDocksState = m_defaultState;
+    });
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -225,12 +230,16 @@ void MainWindow::saveLayout() const {
     if (!m_persistent) return;
     QSettings s;
     s.setValue(kGeometryKey, saveGeometry());
-    s.setValue(kStateKey, saveState(kLayoutVersion));
+    s.setValue(kStateKey, m_docksShown ? saveState(kLayoutVersion) : m_hiddenDocksState);
 }
 
 bool MainWindow::raiseView(const QString& name) {
     QDockWidget* d = dock(name);
     if (!d) return false;
+    if (!m_docksShown) {  // behind the start page: raise it when a file opens
+        m_pendingView = name;
+        return true;
+    }
     d->show();
     d->raise();
     return true;
@@ -292,7 +301,10 @@ void MainWindow::onLoaded(quint64 generation, std::shared_ptr<const views::Loade
     m_recent->add(doc->path());
     m_banner->dismiss();
     addDocument(doc);
-    statusBar()->showMessage(tr("Opened %1 in %2 s").arg(doc->fileName()).arg(doc->loaded().loadSeconds, 0, 'f', 2), 5000);
+    const double seconds = doc->loaded().loadSeconds;
+    statusBar()->showMessage(seconds < 1 ? tr("Opened %1 in %2 ms").arg(doc->fileName()).arg(std::lround(seconds * 1000))
+                                         : tr("Opened %1 in %2 s").arg(doc->fileName()).arg(seconds, 0, 'f', 1),
+                             5000);
     emit documentOpened(doc);
     startNextLoad();
 }
@@ -338,12 +350,26 @@ void MainWindow::showDocument(int) {
         connect(doc, &views::SnapshotDocument::currentEventChanged, this, &MainWindow::updateStatus);
     }
     const bool any = doc != nullptr;
-    m_start->setVisible(!any);
-    for (Dock& d : m_docks) d.dock->setEnabled(any);
+    setDocksShown(any);
     m_closeTab->setEnabled(any);
     updateDevices();
     updateStatus();
     updateTitle();
+}
+
+void MainWindow::setDocksShown(bool shown) {
+    if (shown == m_docksShown) return;
+    m_docksShown = shown;
+    if (!shown) {
+        m_hiddenDocksState = saveState(kLayoutVersion);
+        for (Dock& d : m_docks) d.dock->hide();
+        m_start->show();
+    } else {
+        m_start->hide();
+        restoreState(m_hiddenDocksState, kLayoutVersion);
+        if (!m_pendingView.isEmpty()) raiseView(std::exchange(m_pendingView, QString()));
+    }
+    m_viewMenu->setEnabled(shown);
 }
 
 void MainWindow::closeDocument(int tab) {

@@ -83,6 +83,7 @@ private:
     void updateDevices();
     void updateStatus();
     void updateTitle();
+    void setDocksShown(bool shown);
 
     bool m_persistent;
     views::SnapshotLoader* m_loader = nullptr;
@@ -102,6 +103,10 @@ private:
     QStringList m_queue;
     quint64 m_generation = 0;
     QByteArray m_defaultState;
+    // While no file is open the docks are hidden behind the start page; this is their layout.
+    QByteArray m_hiddenDocksState;
+    bool m_docksShown = true;
+    QString m_pendingView;
 };
 
 } // namespace memlens::gui

@@ -25,11 +25,13 @@ void ScreenshotRunner::start(const QString& file) {
     m_window->resize(kWidth, kHeight);
     m_window->show();
     m_window->raiseView(m_view.isEmpty() ? QStringLiteral("timeline") : m_view);
-    m_window->openFiles({file});
+    if (file.isEmpty()) QTimer::singleShot(50, this, &ScreenshotRunner::capture);  // the start page
+    else m_window->openFiles({file});
     QTimer::singleShot(300000, this, [this] { fail(QStringLiteral("memlens: timed out waiting for the file to load")); });
 }
 
 void ScreenshotRunner::capture() {
+    m_window->resize(kWidth, kHeight);  // in case anything asked the window to grow
     m_window->raiseView(m_view.isEmpty() ? QStringLiteral("timeline") : m_view);
     for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
     const QPixmap picture = m_window->grab();

@@ -15,7 +15,7 @@ public:
     static constexpr int kHeight = 1000;
 
     ScreenshotRunner(MainWindow* window, QString view, QString output, QObject* parent = nullptr);
-    // Starts loading; the application quits when done.
+    // Starts loading (an empty file: pictures the start page); the application quits when done.
     void start(const QString& file);
 
 private:

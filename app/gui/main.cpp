@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     });
     if (automation) {
         memlens::gui::ScreenshotRunner runner(&window, cli.view, cli.screenshot);
-        runner.start(cli.files.front());
+        runner.start(cli.files.value(0));
         return QApplication::exec();
     }
     window.show();

@@ -76,14 +76,16 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     m_maxSize->setPlaceholderText(tr("max"));
     for (QLineEdit* e : {m_minSize, m_maxSize}) {
         e->setClearButtonEnabled(true);
-        e->setMaximumWidth(120);
+        e->setMaximumWidth(100);
         e->setToolTip(tr("Sizes in bytes or with a unit: 512k, 1.5 MiB, 2g (binary units)"));
     }
     row->addWidget(m_minSize);
     row->addWidget(new QLabel(QStringLiteral("–"), bar));
     row->addWidget(m_maxSize);
     m_search = new QLineEdit(bar);
-    m_search->setPlaceholderText(tr("Search top frame or address"));
+    m_search->setPlaceholderText(tr("Frame or address"));
+    m_search->setToolTip(tr("Show entries whose top frame or hex address contains this text"));
+    m_search->setMinimumWidth(120);
     m_search->setClearButtonEnabled(true);
     row->addWidget(m_search, 1);
     m_count = new QLabel(bar);
@@ -271,6 +273,14 @@ void EventsView::followCurrent() {
     m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     m_table->scrollTo(index, QAbstractItemView::EnsureVisible);
     m_table->viewport()->update();
+}
+
+void EventsView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    // scrolling a hidden table does nothing: bring the current row into view once it shows
+    QTimer::singleShot(0, this, [this] {
+        if (m_table->currentIndex().isValid()) m_table->scrollTo(m_table->currentIndex(), QAbstractItemView::PositionAtCenter);
+    });
 }
 
 void EventsView::onCurrentRowChanged(int row) {

@@ -19,6 +19,22 @@ QColor laneColor(const std::string& name) {
     return kColors[h % std::size(kColors)];
 }
 
+// The name if it fits; else the number at its end ("iteration 12" -> "12"); else the name elided;
+// else nothing.
+QString fittingLabel(const QString& name, const QFontMetrics& fm, int room) {
+    if (fm.horizontalAdvance(name) <= room) return name;
+    int digits = 0;
+    while (digits < name.size() && name.at(name.size() - 1 - digits).isDigit()) ++digits;
+    if (digits > 0 && fm.horizontalAdvance(name.right(digits)) <= room) {
+        const QString shortName = name.left(name.size() - digits).trimmed();
+        const QString elided = fm.elidedText(shortName, Qt::ElideRight, room - fm.horizontalAdvance(QLatin1Char(' ') + name.right(digits)));
+        if (elided.size() >= 5) return elided + QLatin1Char(' ') + name.right(digits);  // "iter… 12"
+        return name.right(digits);
+    }
+    if (room < fm.horizontalAdvance(QStringLiteral("Mm…"))) return {};
+    return fm.elidedText(name, Qt::ElideRight, room);
+}
+
 } // namespace
 
 TimelineOverlayItem::TimelineOverlayItem(QCustomPlot* plot) : QCPAbstractItem(plot) {
@@ -112,12 +128,10 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
             painter->setPen(QPen(QColor(0, 0, 0, 28), 1, Qt::DotLine));
             painter->drawLine(QPointF(std::round(p0), area.top()), QPointF(std::round(p0), area.bottom()));
         }
-        const QString label = QString::fromStdString(r.name);
-        const int room = static_cast<int>(box.width()) - 6;
-        if (room >= fm.horizontalAdvance(QStringLiteral("Mm"))) {
+        const QString label = fittingLabel(QString::fromStdString(r.name), fm, static_cast<int>(box.width()) - 6);
+        if (!label.isEmpty()) {
             painter->setPen(QColor(0x1e, 0x1e, 0x1e));
-            painter->drawText(box.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                              fm.elidedText(label, Qt::ElideRight, room));
+            painter->drawText(box.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
         }
     }
 }

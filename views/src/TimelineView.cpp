@@ -56,7 +56,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);
     m_empty->setMargin(24);
-    m_empty->setStyleSheet(QStringLiteral("color: palette(mid); font-size: 11pt;"));
+    m_empty->setStyleSheet(QStringLiteral("color: #666; font-size: 11pt;"));
     m_plot = new QCustomPlot(m_pages);
     m_pages->addWidget(m_empty);
     m_pages->addWidget(m_plot);
@@ -238,6 +238,8 @@ void TimelineView::updateEmptyState() {
     QString text;
     if (!m_doc) {
         text = tr("No snapshot is open.");
+    } else if (m_doc->devices().isEmpty()) {
+        text = tr("This snapshot is empty: it has no segments and no trace entries on any device.");
     } else if (m_doc->entryCount() == 0) {
         text = tr("Device %1 has no trace entries, so there is no timeline to draw.\n\n"
                   "Record them with torch.cuda.memory._record_memory_history() before the code of interest, "
@@ -427,7 +429,9 @@ QString TimelineView::describeAt(const QPoint& pos) const {
             html += QStringLiteral("</span>");
         }
     } else if (hit == TimelineBands::kOther) {
-        html += tr("<b>Other allocations</b>: those not among the %1 largest, summed").arg(m_largest);
+        html += tr("<b>Other live memory</b>: allocations not among the %1 largest, and blocks the trace never "
+                   "allocates or frees (allocated before recording), summed")
+                    .arg(m_largest);
         html += QStringLiteral("<br>");
     }
     if (!html.isEmpty() && !html.endsWith(QStringLiteral("<br>"))) html += QStringLiteral("<br>");

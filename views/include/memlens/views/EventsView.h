@@ -50,6 +50,9 @@ signals:
     // The rows now match the filter bar and the selection.
     void filterApplied();
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void applyFilter();
     void install(std::vector<int64_t> rows, bool list, const EventFilter& filter);
