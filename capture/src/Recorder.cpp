@@ -185,6 +185,8 @@ private:
         bool haveHeader = false;
         std::string blob;
         uint64_t blobGot = 0;
+        bool streaming = false;  // mid-frame, or more was waiting: poll it
+        bool failed = false;
     };
 
     void wake() {
@@ -244,13 +246,14 @@ private:
     bool readFrom(Conn& c) {
         char buf[65536];
         size_t budget = 64u << 20;  // then give the others a turn
+        c.streaming = true;
         while (budget > 0) {
             if (c.haveHeader && c.head.size() == kFrameHeaderBytes + c.frame.jsonBytes && c.blobGot < c.frame.blobBytes) {
                 // Blob bytes go straight into the blob.
                 uint64_t want = std::min<uint64_t>(c.frame.blobBytes - c.blobGot, 8u << 20);
                 ssize_t n = ::recv(c.fd, c.blob.data() + c.blobGot, want, 0);
                 if (n == 0) return false;
-                if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+                if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;  // mid-frame
                 c.blobGot += static_cast<uint64_t>(n);
                 budget -= std::min<size_t>(budget, static_cast<size_t>(n));
                 touch();
@@ -261,7 +264,10 @@ private:
                                         : kFrameHeaderBytes + c.frame.jsonBytes - c.head.size();
             ssize_t n = ::recv(c.fd, buf, std::min(need, sizeof buf), 0);
             if (n == 0) return false;
-            if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+            if (n < 0) {
+                c.streaming = !c.head.empty();  // between frames: idle until the next sweep
+                return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+            }
             budget -= std::min<size_t>(budget, static_cast<size_t>(n));
             c.head.append(buf, static_cast<size_t>(n));
             if (!c.haveHeader && c.head.size() == kFrameHeaderBytes) {
@@ -285,14 +291,25 @@ private:
         for (auto& c : conns_) (void)!::send(c.fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     }
 
+    // Idle connections are not polled but read every kSweepMs: a job's small messages then cost
+    // it a send() that wakes nobody (and once sent they survive the job being killed). A
+    // connection in the middle of a frame, or with more waiting, is polled and read at once.
+    static constexpr int kSweepMs = 20;
+
     void run() {
         std::vector<pollfd> fds;
+        std::vector<size_t> polled;
         while (!stop_) {
             fds.clear();
+            polled.clear();
             fds.push_back({wake_[0], POLLIN, 0});
             fds.push_back({listen_, POLLIN, 0});
-            for (auto& c : conns_) fds.push_back({c.fd, POLLIN, 0});
-            int r = ::poll(fds.data(), fds.size(), 50);
+            for (size_t i = 0; i < conns_.size(); ++i)
+                if (conns_[i].streaming) {
+                    fds.push_back({conns_[i].fd, POLLIN, 0});
+                    polled.push_back(i);
+                }
+            int r = ::poll(fds.data(), fds.size(), kSweepMs);
             ++loops_;
             if (r < 0 && errno != EINTR) break;
             if (fds[0].revents) {
@@ -302,12 +319,12 @@ private:
             }
             if (snapshotRequest_.exchange(false)) sendRequests();
             if (fds[1].revents & POLLIN) accept();
-            for (size_t i = 2; i < fds.size(); ++i) {
-                if (!fds[i].revents) continue;
-                Conn& c = conns_[i - 2];
-                bool alive = true;
+            for (size_t k = 0; k < polled.size(); ++k)
+                if (fds[2 + k].revents & (POLLERR | POLLNVAL)) conns_[polled[k]].failed = true;
+            for (auto& c : conns_) {
+                bool alive = !c.failed;
                 try {
-                    alive = readFrom(c) && !(fds[i].revents & (POLLERR | POLLNVAL));
+                    alive = alive && readFrom(c);
                 } catch (const std::exception& e) {
                     if (!quiet_) std::fprintf(stderr, "memlens: dropped an agent connection: %s\n", e.what());
                     alive = false;

@@ -107,7 +107,7 @@ class Agent(object):
     # -- helpers ---------------------------------------------------------------------------
 
     def alive(self):
-        return os.getpid() == self.pid and not self.exited
+        return not self.exited  # set at exit, and in forked children (after_fork_child)
 
     def error(self, where, exc):
         self.errors += 1
@@ -135,30 +135,26 @@ class Agent(object):
 
     # -- iteration events (called from the patched torch functions) -------------------------
 
-    def on_batch_start(self, it):
-        """A DataLoader iterator is about to fetch a batch (main thread)."""
-        if self.manual or threading.get_ident() != self.main_ident or not self.alive():
+    def on_batch(self, it, t0):
+        """A DataLoader iterator fetched a batch (main thread); t0: when the fetch started.
+        Ends the iteration the previous batch began, if this batch begins another one."""
+        if self.manual or self.exited or threading.get_ident() != self.main_ident:
             return
         with self.lock:
             o = self.open
-            if o is None:
-                return
-            if o.driver == id(it):
-                if o.stepped:
-                    self._close(o.step_end)
-                elif not o.backward:
-                    self._close(_now_us())
-                # else: backward without a step yet (gradient accumulation): the same iteration
-            elif o.stepped:
-                self._close(o.step_end)  # another loop starts after a finished training step
-
-    def on_batch(self, it, t0):
-        """A batch was fetched (main thread); t0: when the fetch started."""
-        if self.manual or threading.get_ident() != self.main_ident or not self.alive():
-            return
-        with self.lock:
-            if self.open is None:
-                self.open = _Open(t0, id(it), self.grad_enabled())
+            if o is not None:
+                if o.driver == id(it):
+                    if o.stepped:
+                        self._close(o.step_end)
+                    elif not o.backward:
+                        self._close(t0)
+                    else:
+                        return  # backward without a step yet (gradient accumulation): the same iteration
+                elif o.stepped:
+                    self._close(o.step_end)  # another loop starts after a finished training step
+                else:
+                    return  # another loader read inside this iteration
+            self.open = _Open(t0, id(it), self.grad_enabled())
 
     def on_loader_end(self, it):
         if self.manual or not self.alive():
@@ -243,7 +239,7 @@ class Agent(object):
         index = self.index
         self.boundary_us = end
         self.since = _Since()
-        self.ch.send({"t": "iteration", "index": index, "phase": phase, "start_us": start, "end_us": end})
+        self.ch.send(_channel.iteration_frame(index, phase, start, end))
         self._after_iteration(index)
         try:
             self.graphs.at_boundary(index, phase)
@@ -506,10 +502,6 @@ def _patch_dataloader(agent, torch):
     @functools.wraps(orig_next)
     def __next__(self):
         t0 = _now_us()
-        try:
-            agent.on_batch_start(self)
-        except Exception as e:
-            agent.error("batch", e)
         try:
             data = orig_next(self)
         except StopIteration:
