@@ -135,7 +135,7 @@ def case_exit_status():
     check(s["process"]["exit_code"] == 3 and len(s["iterations"]) == 17, "exit code and iterations recorded")
 
     out = os.path.join(TMP, "segv.memlens")
-    rc, so, _ = record(out, py("crash.py", "segv"), options=["--quiet"])
+    rc, so, _ = record(out, py("crash.py", "segv"), options=["--quiet", "--agent-config", '{"graph_scans": false}'])
     check(rc == 139, "killed by SIGSEGV -> 139 (got %d)" % rc)
     s = session(out)
     check(s["process"]["exit_code"] == 139 and s["process"]["exit_signal"] == 11, "exit 139, signal 11 recorded")
@@ -168,7 +168,8 @@ def case_exit_status():
 def case_sigkill():
     """A job killed with SIGKILL keeps its iterations; so does a recorder killed with SIGKILL."""
     out = os.path.join(TMP, "killed-job.memlens")
-    rc, so, _ = record(out, py("crash.py", "kill", 7), options=["--quiet"])
+    # Graph scans off: they would slow the steps down and hide a record held back.
+    rc, so, _ = record(out, py("crash.py", "kill", 7), options=["--quiet", "--agent-config", '{"graph_scans": false}'])
     check(rc == 137, "job killed by SIGKILL -> 137 (got %d)" % rc)
     s = session(out)
     check(len(s["iterations"]) == 7, "the 7 iterations before the kill are in the session (%d)" % len(s["iterations"]))

@@ -4,8 +4,9 @@ Frames: b"MLS1", u32 JSON length, u64 blob length (little-endian), the JSON, the
 
 Sending never blocks the caller. A small message goes out at once from the calling thread when
 nothing is waiting (a non-blocking send: once the call returns, the message survives the process
-being killed), except in loops faster than one step per 5 ms, whose messages are sent together
-every 5 ms (at most 20 ms when the loop stops). Everything else waits in a bounded queue for the sender thread, which also pickles
+being killed), except in loops faster than one step per millisecond, whose messages are sent
+together once a millisecond (at most 10 ms later when the loop stops): a kill there loses at most
+the last millisecond. Everything else waits in a bounded queue for the sender thread, which also pickles
 snapshots, so that a snapshot of hundreds of MB costs the training loop only the _snapshot() call.
 """
 
@@ -41,8 +42,8 @@ def iteration_frame(index, phase, start_us, end_us):
 
 
 class Channel(object):
-    COALESCE_S = 0.005  # at most one send() per 5 ms from the training loop
-    IDLE_FLUSH_S = 0.02  # gathered messages wait at most this long when the loop goes quiet
+    COALESCE_S = 0.001  # at most one send() per millisecond from the training loop
+    IDLE_FLUSH_S = 0.01  # gathered messages wait at most this long when the loop goes quiet
 
     def __init__(self, path, max_items=10000, max_bytes=512 << 20, max_pending_snapshots=2):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,7 +1,9 @@
-"""Three training steps, then a segmentation fault. Usage: crash.py segv|kill"""
+"""Training steps (3 by default, of about 3 ms each, like a small real step), then a
+segmentation fault or SIGKILL. Usage: crash.py segv|kill [STEPS]"""
 import os
 import signal
 import sys
+import time
 
 import torch
 
@@ -12,5 +14,6 @@ for _ in range(steps):
     model(torch.randn(2, 4)).sum().backward()
     opt.step()
     opt.zero_grad()
+    time.sleep(0.003)
 print("steps done", flush=True)
 os.kill(os.getpid(), signal.SIGSEGV if sys.argv[1] == "segv" else signal.SIGKILL)
