@@ -20,6 +20,8 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace memlens::views {
 
 namespace {
@@ -131,6 +133,13 @@ QTreeView* AllocationSitesView::makeTree(QSortFilterProxyModel* proxy) {
     connect(t->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) { nodeActivated(current); });
     return t;
+}
+
+void AllocationSitesView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // the location column takes about a third of the width, so functions keep room when narrow
+    const int location = std::clamp(width() * 3 / 10, 110, 320);
+    for (QTreeView* t : {m_bottomUpTree, m_topDownTree}) t->header()->resizeSection(AllocationSitesModel::LocationColumn, location);
 }
 
 void AllocationSitesView::setDocument(SnapshotDocument* doc) {

@@ -84,7 +84,7 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
     m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     m_scroll->setFrameShape(QFrame::StyledPanel);
     m_canvas = new BlockMapCanvas;
-    m_canvas->setToolTip(QString());
+    m_canvas->setStatusTip(tr("Hover a block for its details; click to select its allocation; Ctrl+wheel zooms"));
     m_scroll->setWidget(m_canvas);
     m_scroll->viewport()->installEventFilter(this);
     v->addWidget(m_scroll, 1);

@@ -114,7 +114,7 @@ QVariant StackModel::frameData(uint32_t position, int column, int role) const {
         const QString where = frametext::location(*m_snapshot, f, true);
         QString tip = QStringLiteral("<p style='white-space:pre-wrap'>") + frametext::function(*m_snapshot, f).toHtmlEscaped();
         if (!where.isEmpty()) tip += QStringLiteral("<br><span style='color:#777'>") + where.toHtmlEscaped() + QStringLiteral("</span>");
-        return tip + QStringLiteral("</p>");
+        return tip + QStringLiteral("<br><i>") + kindText(position).toHtmlEscaped() + QStringLiteral("</i></p>");
     }
     case Qt::DecorationRole:
         return column == FunctionColumn ? QVariant(colors::frameKindIcon(kind)) : QVariant();

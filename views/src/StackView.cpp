@@ -15,6 +15,8 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace memlens::views {
 
 namespace {
@@ -93,6 +95,14 @@ StackView::StackView(QWidget* parent) : QWidget(parent) {
     connect(m_model, &QAbstractItemModel::modelReset, this, [this] { setShowAll(m_expand->isChecked()); });
 
     setDocument(nullptr);
+}
+
+void StackView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    // the location column takes about a third of the width, so functions keep room when narrow
+    m_tree->header()->resizeSection(StackModel::LocationColumn, std::clamp(width() * 3 / 10, 110, 320));
+    // narrow, the icon alone tells the kind of frame (and the tooltip names it)
+    m_tree->setColumnHidden(StackModel::KindColumn, width() < 520);
 }
 
 void StackView::setDocument(SnapshotDocument* doc) {

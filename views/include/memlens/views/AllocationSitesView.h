@@ -54,6 +54,9 @@ signals:
     // New trees are in the models.
     void sitesUpdated();
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void request();
     void apply(quint64 generation, std::shared_ptr<const model::AllocationSites> sites, QString status);

@@ -32,6 +32,9 @@ public:
     // Copies the selected frames, or the whole stack when nothing is selected.
     void copy() const;
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void refresh();
     void setShowAll(bool all);
