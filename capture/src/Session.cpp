@@ -80,6 +80,21 @@ std::string enableHistory(const std::string& stacks, size_t maxEntries) {
     }
 }
 
+#if defined(MEMLENS_CAPTURE_ALLOCATOR)
+// attachOutOfMemoryObserver exists from torch 2.0 (a name that may be missing cannot be tested
+// for with `requires`: its lookup is not dependent).
+template <class F>
+bool attachOomObserver(F&& observer) {
+#if TORCH_VERSION_MAJOR >= 2
+    c10::cuda::CUDACachingAllocator::attachOutOfMemoryObserver(std::forward<F>(observer));
+    return true;
+#else
+    (void)observer;
+    return false;
+#endif
+}
+#endif
+
 std::string pickledSnapshot() {
     auto p = torch::cuda::_memory_snapshot_pickled();  // std::string (older: std::vector<char>)
     if constexpr (std::is_same_v<decltype(p), std::string>) return p;
@@ -265,23 +280,21 @@ Session::Session(SessionOptions o) : impl_(std::make_unique<Impl>()) {
             if (I.cfg.oomSnapshot) {
                 std::lock_guard<std::mutex> lock(gCurrentMu);
                 if (!gObserverAttached) {
-                    gObserverAttached = true;
-                    c10::cuda::CUDACachingAllocator::attachOutOfMemoryObserver(
-                        [](auto device, auto&&... rest) {
-                            (void)sizeof...(rest);
-                            std::lock_guard<std::mutex> g(gCurrentMu);
-                            if (!gCurrent) return;
-                            int64_t it = 0;
-                            {
-                                std::lock_guard<std::mutex> l(gCurrent->mu);
-                                it = gCurrent->index + 1;
-                            }
-                            gCurrent->send({{"t", "marker"}, {"time_us", nowUs()}, {"iteration", it},
-                                            {"name", "out_of_memory"}, {"data", {{"device", int64_t(device)}}}});
-                            gCurrent->takeSnapshot("oom", it, true);
-                        });
+                    gObserverAttached = attachOomObserver([](auto device, auto&&... rest) {
+                        (void)sizeof...(rest);
+                        std::lock_guard<std::mutex> g(gCurrentMu);
+                        if (!gCurrent) return;
+                        int64_t it = 0;
+                        {
+                            std::lock_guard<std::mutex> l(gCurrent->mu);
+                            it = gCurrent->index + 1;
+                        }
+                        gCurrent->send({{"t", "marker"}, {"time_us", nowUs()}, {"iteration", it},
+                                        {"name", "out_of_memory"}, {"data", {{"device", int64_t(device)}}}});
+                        gCurrent->takeSnapshot("oom", it, true);
+                    });
                 }
-                info["oom_observer"] = true;
+                info["oom_observer"] = gObserverAttached;
             }
 #else
             info["oom_observer"] = false;

@@ -1,0 +1,329 @@
+#!/usr/bin/env bash
+# GPU check of memlens capture: run on a machine with an NVIDIA GPU and a CUDA build of torch
+# (written for torch 2.11, CUDA 13, one H200). Builds memlens-cli and the C++ capture library
+# against the installed torch, records small jobs, and writes to RESULTS_DIR (8 files at most,
+# each under 16 MB):
+#
+#   run.log        everything this script printed
+#   summary.json   the checks, each {name, ok, detail}, and the sessions' summaries
+#   train.memlens  a transformer trained with a DataLoader (60 train + 10 eval iterations),
+#                  snapshots at iterations 5 and 31 and at exit
+#   oom.memlens    a job that allocates in a loop until the allocator's cap (2 GiB) refuses
+#   oom.pickle     its out-of-memory snapshot, exported (opens in pytorch.org/memory_viz, memlens)
+#   leak.memlens   the classic losses.append(loss) leak, a snapshot every 10 iterations
+#   leak.pickle    its last iteration snapshot, exported
+#   cxx.memlens    the C++ capture library's example (LibTorch), with a leak and an OOM
+#
+#   capture/tests/gpu/run.sh RESULTS_DIR
+#
+# Environment: PYTHON (default python3: the interpreter with torch), MEMLENS_GPU_WORK (build and
+# scratch directory; default a new one under /tmp), CAP_MB (the OOM job's cap, default 2048).
+# For trying the script itself on a machine without a GPU: MEMLENS_GPU_DRY=1 goes on without CUDA
+# (the jobs then fail), MEMLENS_GPU_FORCE_FALLBACK=1 takes the fallbacks for SQLite and nlohmann.
+# Takes 2-4 minutes (most of it compiling). Exit 0 when every check passed.
+set -uo pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 RESULTS_DIR" >&2
+  exit 2
+fi
+mkdir -p "$1" || exit 2
+RESULTS=$(cd "$1" && pwd)
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+HERE=$SRC/capture/tests/gpu
+WORK=${MEMLENS_GPU_WORK:-$(mktemp -d /tmp/memlens-gpu-XXXXXX)}
+mkdir -p "$WORK"
+PY=${PYTHON:-python3}
+NPROC=$(nproc 2>/dev/null || echo 4)
+LOG=$RESULTS/run.log
+: >"$LOG"
+exec > >(tee -a "$LOG") 2>&1
+T0=$SECONDS
+CHECKS=$WORK/checks.jsonl
+: >"$CHECKS"
+
+say() { echo "=== [$((SECONDS - T0)) s] $*"; }
+# note NAME OK DETAIL: one check for summary.json
+note() {
+  "$PY" -c 'import json,sys; print(json.dumps({"name": sys.argv[1], "ok": sys.argv[2] == "1", "detail": sys.argv[3]}))' \
+    "$1" "$2" "$3" >>"$CHECKS"
+  if [[ $2 == 1 ]]; then echo "  ok: $1: $3"; else echo "  FAILED: $1: $3"; fi
+}
+
+# ---- 1. the machine ----------------------------------------------------------------------------
+say "machine"
+uname -a
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+if ! "$PY" - <<'EOF'
+import sys, torch
+print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda,
+      "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)
+assert torch.cuda.is_available(), "torch.cuda.is_available() is False"
+print("device 0:", torch.cuda.get_device_name(0))
+EOF
+then
+  note "torch with CUDA" 0 "$PY has no CUDA torch; set PYTHON"
+  [[ ${MEMLENS_GPU_DRY:-0} == 1 ]] || exit 1
+fi
+TORCH_PREFIX=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+TORCH_ABI=$("$PY" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+TORCH_LIB=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+CXX=${CXX:-g++}
+$CXX --version | head -1
+
+# ---- 2. tools and libraries ----------------------------------------------------------------------
+say "tools"
+CMAKE=cmake
+cmake_ok() { "$1" --version 2>/dev/null | awk 'NR==1 { split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 25)) }'; }
+if ! cmake_ok "$CMAKE"; then
+  echo "cmake 3.25 or newer is needed (the top-level CMakeLists.txt asks for it); trying pip's"
+  "$PY" -m pip install --quiet --user 'cmake>=3.25' 2>&1 | tail -2
+  CMAKE=$("$PY" -c 'import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, "cmake"))' 2>/dev/null || echo cmake)
+fi
+if ! cmake_ok "$CMAKE"; then
+  note "cmake >= 3.25" 0 "found: $($CMAKE --version 2>/dev/null | head -1)"
+  exit 1
+fi
+$CMAKE --version | head -1
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+
+have_header() {
+  [[ ${MEMLENS_GPU_FORCE_FALLBACK:-0} == 1 ]] && return 1
+  echo "#include <$1>" | $CXX -std=c++20 -E -x c++ - >/dev/null 2>&1
+}
+APT_OK=0
+[[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null && APT_OK=1
+EXTRA=()        # CMake arguments for fallbacks
+FALLBACK_INC=() # the same for the direct compile
+if ! have_header sqlite3.h || ! have_header nlohmann/json.hpp; then
+  if [[ $APT_OK == 1 && ${MEMLENS_GPU_FORCE_FALLBACK:-0} != 1 ]]; then
+    echo "installing libsqlite3-dev nlohmann-json3-dev"
+    DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q libsqlite3-dev nlohmann-json3-dev >/dev/null 2>&1 ||
+      echo "apt-get install did not work (no network?)"
+  fi
+fi
+if ! have_header sqlite3.h; then
+  # SQLite's library is on every machine with Python; its header may not be.
+  lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64|libsqlite3\.so\.0 .*aarch64/ { print $NF; exit }')
+  [[ -z $lib ]] && lib=$(ldd "$("$PY" -c 'import _sqlite3; print(_sqlite3.__file__)')" 2>/dev/null | awk '/libsqlite3/ { print $3; exit }')
+  if [[ -n $lib ]]; then
+    mkdir -p "$WORK/sqlite/include" "$WORK/sqlite/lib"
+    cp "$HERE/fallback/sqlite3.h" "$WORK/sqlite/include/"
+    ln -sf "$lib" "$WORK/sqlite/lib/libsqlite3.so"
+    EXTRA+=(-DSQLite3_INCLUDE_DIR="$WORK/sqlite/include" -DSQLite3_LIBRARY="$WORK/sqlite/lib/libsqlite3.so")
+    FALLBACK_INC+=(-I"$WORK/sqlite/include")
+    echo "sqlite3.h missing: using capture/tests/gpu/fallback/sqlite3.h with $lib"
+  else
+    note "SQLite" 0 "neither sqlite3.h nor libsqlite3.so.0 found"
+    exit 1
+  fi
+fi
+if ! have_header nlohmann/json.hpp; then
+  hpp=$(find /usr /opt "$HOME" "$("$PY" -c 'import site; print(site.getsitepackages()[0])')" \
+    -path '*/nlohmann/json.hpp' -print -quit 2>/dev/null)
+  if [[ -n $hpp ]]; then
+    inc=$(dirname "$(dirname "$hpp")")
+    EXTRA+=(-Dnlohmann_json_DIR="$HERE/fallback" -DNLOHMANN_JSON_INCLUDE_DIR="$inc")
+    FALLBACK_INC+=(-I"$inc")
+    echo "nlohmann/json.hpp not on the include path: using $hpp"
+  else
+    note "nlohmann json" 0 "nlohmann/json.hpp not found (Debian/Ubuntu: nlohmann-json3-dev)"
+    exit 1
+  fi
+elif ! $CMAKE --find-package -DNAME=nlohmann_json -DCOMPILER_ID=GNU -DLANGUAGE=CXX -DMODE=EXIST >/dev/null 2>&1; then
+  inc=$(echo '#include <nlohmann/json.hpp>' | $CXX -std=c++20 -M -x c++ - 2>/dev/null | tr ' ' '\n' |
+    grep -m1 'nlohmann/json.hpp' | sed 's|/nlohmann/json.hpp||')
+  [[ -n $inc ]] && EXTRA+=(-Dnlohmann_json_DIR="$HERE/fallback" -DNLOHMANN_JSON_INCLUDE_DIR="$inc")
+fi
+
+# ---- 3. memlens-cli: the minimal configure ---------------------------------------------------------
+say "memlens-cli (-DMEMLENS_BUILD_GUI=OFF -DMEMLENS_BUILD_TESTS=OFF)"
+ABI_FLAGS=(-DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI")
+if $CMAKE -S "$SRC" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
+  -DMEMLENS_BUILD_TESTS=OFF -DMEMLENS_CAPTURE_TORCH=OFF "${ABI_FLAGS[@]}" "${EXTRA[@]}" >"$WORK/configure.log" 2>&1 &&
+  $CMAKE --build "$WORK/build" -j "$NPROC" --target memlens-cli >"$WORK/build.log" 2>&1; then
+  note "minimal build" 1 "memlens-cli built without Qt (-DMEMLENS_BUILD_GUI=OFF -DMEMLENS_BUILD_TESTS=OFF)"
+else
+  tail -30 "$WORK/configure.log" "$WORK/build.log"
+  note "minimal build" 0 "configure or build of memlens-cli failed (see run.log)"
+  exit 1
+fi
+CLI=$WORK/build/app/memlens-cli
+
+# ---- 4. the C++ capture library, against this torch --------------------------------------------------
+say "C++ capture library against $TORCH_PREFIX"
+EXAMPLE=
+if $CMAKE -S "$SRC" -B "$WORK/build-torch" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
+  -DMEMLENS_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${ABI_FLAGS[@]}" "${EXTRA[@]}" \
+  >"$WORK/configure-torch.log" 2>&1 && grep -q "C++ capture library with CUDA" "$WORK/configure-torch.log" &&
+  $CMAKE --build "$WORK/build-torch" -j "$NPROC" --target memlens-capture-example >"$WORK/build-torch.log" 2>&1; then
+  EXAMPLE=$WORK/build-torch/capture/memlens-capture-example
+  note "C++ library (CMake)" 1 "find_package(Torch) with CUDA; built memlens-capture-example"
+else
+  grep -E "memlens:|Error|error" "$WORK/configure-torch.log" "$WORK/build-torch.log" 2>/dev/null | head -15
+  echo "CMake with Torch did not work (a pip torch needs the CUDA toolkit for find_package(Torch));"
+  echo "compiling the library and the example directly against the wheel"
+  cuda_inc=$(find "$("$PY" -c 'import site; print(site.getsitepackages()[0])')/nvidia" /usr/local/cuda/include \
+    -name cuda_runtime_api.h -print -quit 2>/dev/null)
+  torch_inc=$("$PY" -c 'from torch.utils import cpp_extension as c; print(" ".join("-I" + p for p in c.include_paths()))')
+  inc=(-I"$SRC/capture/include" -I"$SRC/model/include" $torch_inc "${FALLBACK_INC[@]}")
+  [[ -n $cuda_inc ]] && inc+=(-I"$(dirname "$cuda_inc")")
+  sqlite_lib=$(grep -m1 '^SQLite3_LIBRARY' "$WORK/build/CMakeCache.txt" | cut -d= -f2)
+  if $CXX -std=c++20 -O1 -D_GLIBCXX_USE_CXX11_ABI="$TORCH_ABI" -DMEMLENS_CAPTURE_CUDA=1 "${inc[@]}" \
+    "$SRC/capture/src/Session.cpp" "$SRC/capture/examples/train_loop.cpp" -o "$WORK/memlens-capture-example" \
+    "$WORK/build/capture/libmemlens_recorder.a" "$WORK/build/model/libmemlens_model.a" "$sqlite_lib" \
+    -L"$TORCH_LIB" -Wl,--no-as-needed -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -Wl,--as-needed \
+    -Wl,-rpath,"$TORCH_LIB" -lpthread -ldl >"$WORK/build-direct.log" 2>&1; then
+    EXAMPLE=$WORK/memlens-capture-example
+    note "C++ library (direct)" 1 "compiled against the wheel$([[ -z $cuda_inc ]] && echo ', without CUDA runtime headers: no C++ OOM observer')"
+  else
+    tail -30 "$WORK/build-direct.log"
+    note "C++ library" 0 "could not be built (see run.log)"
+  fi
+fi
+
+# ---- 5. record ---------------------------------------------------------------------------------------
+cd "$WORK" || exit 1
+rec() { # rec NAME EXPECTED_EXIT OPTIONS... -- COMMAND...
+  local name=$1 want=$2
+  shift 2
+  say "record $name"
+  rm -f "$RESULTS/$name.memlens"
+  local t=$SECONDS
+  timeout 300 "$CLI" record -o "$RESULTS/$name.memlens" "$@"
+  local rc=$?
+  note "$name: exit status" $([[ $rc == "$want" ]] && echo 1 || echo 0) "exit $rc (expected $want), $((SECONDS - t)) s"
+}
+rec train 0 --snapshot-iterations 5,31 --max-entries 5000 -- "$PY" "$HERE/jobs/train.py"
+CAP_MB=${CAP_MB:-2048} rec oom 1 --max-entries 5000 -- "$PY" "$HERE/jobs/oom.py"
+rec leak 0 --snapshot-every 10 --max-entries 5000 -- "$PY" "$HERE/jobs/leak.py"
+if [[ -n $EXAMPLE ]]; then
+  rec cxx 0 --snapshot-iterations 3,10 --max-entries 5000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
+fi
+
+# ---- 6. check and export -------------------------------------------------------------------------------
+say "checks"
+"$PY" - "$CLI" "$RESULTS" "$CHECKS" <<'EOF'
+import json, os, pickle, subprocess, sys
+
+cli, results, checks = sys.argv[1:4]
+out = open(checks, "a")
+
+
+def note(name, ok, detail):
+    out.write(json.dumps({"name": name, "ok": bool(ok), "detail": detail}) + "\n")
+    print("  %s: %s: %s" % ("ok" if ok else "FAILED", name, detail))
+
+
+def session(name):
+    path = os.path.join(results, name + ".memlens")
+    if not os.path.exists(path):
+        note(name + ": session", False, "no file")
+        return None
+    p = subprocess.run([cli, "session", path, "--json", "--check"], capture_output=True, text=True)
+    if p.returncode != 0:
+        note(name + ": session", False, p.stderr.strip())
+        return None
+    s = json.loads(p.stdout)
+    note(name + ": session", True, "%d iterations, snapshots %s, %d samples, %d markers, %d bytes" % (
+        len(s["iterations"]), [(x["iteration"], x["trigger"], x["bytes"]) for x in s["snapshots"]], s["samples"],
+        s["markers"], os.path.getsize(path)))
+    return s
+
+
+def export(name, s, pick, target):
+    snaps = [x for x in s["snapshots"] if pick(x)]
+    if not snaps:
+        note(target + ": export", False, "no snapshot to export")
+        return
+    path = os.path.join(results, target)
+    p = subprocess.run([cli, "export", os.path.join(results, name + ".memlens"), "--snapshot", str(snaps[-1]["id"]),
+                        "-o", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        note(target + ": export", False, p.stderr.strip())
+        return
+    with open(path, "rb") as f:
+        d = pickle.load(f)
+    ok = isinstance(d, dict) and "segments" in d and "device_traces" in d
+    st = subprocess.run([cli, "stats", path, "--json"], capture_output=True, text=True)
+    note(target + ": export", ok and st.returncode == 0,
+         "snapshot %d, %d bytes; pickle keys %s; memlens-cli stats exit %d" % (
+             snaps[-1]["id"], os.path.getsize(path), sorted(d)[:6] if isinstance(d, dict) else type(d).__name__,
+             st.returncode))
+
+
+summary = {}
+s = session("train")
+if s:
+    ph = [i["phase"] for i in s["iterations"]]
+    note("train: iterations", ph == (["train"] * 30 + ["eval"] * 5) * 2, "%d train, %d eval" % (ph.count("train"), ph.count("eval")))
+    trig = sorted((x["iteration"], x["trigger"]) for x in s["snapshots"])
+    note("train: snapshots", trig[:2] == [(5, "iteration"), (31, "iteration")] and trig[-1][1] == "exit", str(trig))
+    p = s["process"]
+    note("train: process", p["allocator_snapshots"] is True and p["devices"] and p["cuda"],
+         "torch %s, CUDA %s, devices %s" % (p["torch"], p["cuda"], [d.get("name") for d in p["devices"]]))
+    note("train: samples", s["samples"] > 0, "%d samples (NVML and torch)" % s["samples"])
+    summary["train"] = s
+s = session("oom")
+if s:
+    note("oom: snapshot", any(x["trigger"] == "oom" for x in s["snapshots"]), "triggers %s" % [x["trigger"] for x in s["snapshots"]])
+    note("oom: marker", s["markers"] >= 1, "%d markers" % s["markers"])
+    export("oom", s, lambda x: x["trigger"] == "oom", "oom.pickle")
+    summary["oom"] = s
+s = session("leak")
+if s:
+    trig = [(x["iteration"], x["trigger"]) for x in s["snapshots"]]
+    note("leak: iterations", len(s["iterations"]) == 40, "%d iterations" % len(s["iterations"]))
+    note("leak: snapshots", [t for t in trig if t[1] == "iteration"] == [(10, "iteration"), (20, "iteration"),
+                                                                        (30, "iteration"), (40, "iteration")], str(trig))
+    export("leak", s, lambda x: x["trigger"] == "iteration", "leak.pickle")
+    summary["leak"] = s
+s = session("cxx")
+if s:
+    ph = [i["phase"] for i in s["iterations"]]
+    note("cxx: iterations", ph[:17] == ["train"] * 12 + ["eval"] * 5, "%s" % ph)
+    trig = [(x["iteration"], x["trigger"]) for x in s["snapshots"]]
+    note("cxx: snapshots", (3, "iteration") in trig and (10, "iteration") in trig and trig[-1][1] == "exit", str(trig))
+    note("cxx: oom snapshot", any(t[1] == "oom" for t in trig),
+         "C++ OOM observer %s" % s["process"]["info"].get("oom_observer"))
+    summary["cxx"] = s
+json.dump(summary, open(os.path.join(results, ".sessions.json"), "w"))
+EOF
+
+# ---- 7. size limits, summary ------------------------------------------------------------------------------
+say "results"
+"$PY" - "$RESULTS" "$CHECKS" <<'EOF'
+import json, os, sqlite3, sys
+
+results, checks = sys.argv[1:3]
+# Sessions over 15 MB lose their middle snapshots (the file stays a valid session).
+for name in sorted(os.listdir(results)):
+    path = os.path.join(results, name)
+    if name.endswith(".memlens") and os.path.getsize(path) > 15 * 1000 * 1000:
+        db = sqlite3.connect(path)
+        ids = [r[0] for r in db.execute("SELECT id FROM snapshots ORDER BY bytes DESC")]
+        while ids and os.path.getsize(path) > 15 * 1000 * 1000:
+            victim = ids.pop(0)
+            db.execute("DELETE FROM snapshot_chunks WHERE snapshot = ?", (victim,))
+            db.execute("DELETE FROM snapshots WHERE id = ?", (victim,))
+            db.commit()
+            db.execute("VACUUM")
+            print("  %s: dropped snapshot %d to stay under 16 MB" % (name, victim))
+        db.close()
+sessions = {}
+p = os.path.join(results, ".sessions.json")
+if os.path.exists(p):
+    sessions = json.load(open(p))
+    os.remove(p)
+rows = [json.loads(l) for l in open(checks) if l.strip()]
+files = {n: os.path.getsize(os.path.join(results, n)) for n in sorted(os.listdir(results))}
+json.dump({"passed": all(r["ok"] for r in rows), "checks": rows, "files": files, "sessions": sessions},
+          open(os.path.join(results, "summary.json"), "w"), indent=1)
+print("files:", files)
+print("%d checks, %d failed" % (len(rows), sum(not r["ok"] for r in rows)))
+sys.exit(0 if all(r["ok"] for r in rows) else 1)
+EOF
+rc=$?
+say "done in $((SECONDS - T0)) s (exit $rc)"
+exit $rc
