@@ -20,12 +20,14 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   python3
   nlohmann-json3-dev libgtest-dev
+  # session files (model/SessionWriter, SessionFile) are SQLite databases
+  libsqlite3-dev
   clang libclang-rt-14-dev
 )
 if [[ $mode != --minimal ]]; then
   packages+=(
     # the memlens window (views/, app/)
-    qt6-base-dev libqcustomplot-dev libgraphviz-dev libsqlite3-dev
+    qt6-base-dev libqcustomplot-dev libgraphviz-dev
     # widget tests and screenshots without a display
     xvfb xauth fonts-dejavu-core
     # capture/: Python agent and LibTorch capture; Debian's python3 has torch

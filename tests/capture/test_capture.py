@@ -397,10 +397,11 @@ def main():
     ap.add_argument("--fake-nvml")
     ap.add_argument("--pickle")
     A = ap.parse_args()
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        pass
+    # Every case but the fake agent's runs real torch jobs (Debian: python3-torch; the
+    # --minimal dependencies of packaging/install-deps.sh leave it out).
+    if A.case != "flood" and subprocess.run([A.python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("%s has no torch: skipped" % A.python)
+        return SKIP
     with tempfile.TemporaryDirectory(prefix="memlens-capture-") as tmp:
         TMP = tmp
         t0 = time.monotonic()
