@@ -1,7 +1,9 @@
-// TimelineBinning and EntryAxis without a window: for random series, ranges and widths, in index
-// and time mode (with repeated times), every column's entries and min/max envelope must equal a
-// brute-force scan of the raw series that applies the definition directly.
+// TimelineBinning, EntryAxis and SeriesPyramid without a window: for random series, ranges and
+// widths, in index and time mode (with repeated times), every column's entries and min/max
+// envelope must equal a brute-force scan of the raw series that applies the definition directly,
+// with and without the pyramid of block summaries.
 #include "memlens/views/EntryAxis.h"
+#include "memlens/views/SeriesPyramid.h"
 #include "memlens/views/TimelineBinning.h"
 
 #include <QtTest>
@@ -143,6 +145,8 @@ private slots:
         const double x0 = axis.startX() + span * fromFraction, x1 = axis.startX() + span * toFraction;
         const TimelineBinning b(axis, x0, x1, width);
         const auto env = b.envelope(series, before);
+        const SeriesPyramid pyramid(series);
+        const auto fast = b.envelope(series, before, &pyramid);  // block summaries: the same result
         QCOMPARE(b.width(), width);
         int checked = 0;
         for (int c = 0; c < width; ++c) {
@@ -157,9 +161,33 @@ private slots:
             QCOMPARE(env[static_cast<size_t>(c)].max, expect.max);
             const int64_t me = env[static_cast<size_t>(c)].maxEntry;
             QCOMPARE(me < 0 ? before : series[static_cast<size_t>(me)], expect.max);
+            const auto& f = fast[static_cast<size_t>(c)];
+            QCOMPARE(f.min, expect.min);
+            QCOMPARE(f.max, expect.max);
+            QCOMPARE(f.maxEntry, me);
+            QCOMPARE(f.firstValue, env[static_cast<size_t>(c)].firstValue);
+            QCOMPARE(f.lastValue, env[static_cast<size_t>(c)].lastValue);
             ++checked;
         }
         QVERIFY(checked > 0);
+    }
+
+    void pyramidMatchesAScan() {
+        std::mt19937_64 rng(11);
+        std::vector<int64_t> v(1000);
+        for (auto& x : v) x = static_cast<int64_t>(rng() % 50);  // many ties: the first max must win
+        const SeriesPyramid p(v);
+        QCOMPARE(p.size(), int64_t(1000));
+        for (int k = 0; k < 2000; ++k) {
+            int64_t a = static_cast<int64_t>(rng() % 1000), b = static_cast<int64_t>(rng() % 1000);
+            if (a > b) std::swap(a, b);
+            const RangeExtremes r = p.reduce(v, a, b);
+            const auto maxIt = std::max_element(v.begin() + a, v.begin() + b + 1);
+            QCOMPARE(r.min, *std::min_element(v.begin() + a, v.begin() + b + 1));
+            QCOMPARE(r.max, *maxIt);
+            QCOMPARE(r.maxIndex, static_cast<int64_t>(maxIt - v.begin()));
+        }
+        QVERIFY(SeriesPyramid().empty());
     }
 
     void columnAt() {

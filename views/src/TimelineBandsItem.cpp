@@ -36,7 +36,25 @@ TimelineBandsItem::TimelineBandsItem(QCustomPlot* plot) : QCPAbstractItem(plot) 
 
 void TimelineBandsItem::setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes) {
     m_layout = layout;
+    if (lifetimes != m_lifetimes || !lifetimes || m_colors.size() != lifetimes->size())
+        m_colors.assign(lifetimes ? lifetimes->size() : 0, 0);
     m_lifetimes = lifetimes;
+}
+
+void TimelineBandsItem::setHighlightedStack(model::StackId stack) {
+    if (stack == m_highlightStack) return;
+    m_highlightStack = stack;
+    std::fill(m_colors.begin(), m_colors.end(), 0);
+}
+
+QRgb TimelineBandsItem::colorOf(uint32_t lifetime) {
+    QRgb& c = m_colors[lifetime];
+    if (c == 0) {
+        const model::StackId stack = (*m_lifetimes)[lifetime].stack;
+        c = colorFor(stack, lifetime).rgba();
+        if (m_highlightStack != 0 && stack != m_highlightStack) c = blend(c, 0xffffffff, 0.6);
+    }
+    return c;
 }
 
 QColor TimelineBandsItem::colorFor(model::StackId stack, uint32_t lifetime) {
@@ -60,22 +78,25 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
     const TimelineBands& bands = m_layout->bands();
     const auto& all = m_lifetimes->all();
 
-    QImage image(area.size(), QImage::Format_ARGB32_Premultiplied);
+    if (m_image.size() != area.size()) m_image = QImage(area.size(), QImage::Format_ARGB32_Premultiplied);
+    QImage& image = m_image;  // kept from frame to frame: no new pages to fault in for every redraw
     image.fill(Qt::transparent);
     const int h = area.height();
     const int w = area.width();
     auto* bits = reinterpret_cast<QRgb*>(image.bits());
     const qsizetype stride = image.bytesPerLine() / 4;
-    const double top = area.top();
-    auto row = [&](int64_t bytes) {  // image row of a byte height, clamped to the image
-        const double y = yAxis->coordToPixel(static_cast<double>(bytes)) - top;
-        return std::clamp(static_cast<int>(std::lround(y)), 0, h);
+    // the y axis is linear: row = y0 + bytes * scale, clamped to the image
+    const double y0 = yAxis->coordToPixel(0.0) - area.top();
+    const double scale = yAxis->coordToPixel(1e9) - area.top() - y0;
+    auto row = [&](int64_t bytes) {
+        const double y = y0 + static_cast<double>(bytes) * (scale / 1e9) + 0.5;
+        return y <= 0 ? 0 : y >= h ? h : static_cast<int>(y);
     };
-    auto fill = [&](int x, int y0, int y1, QRgb c) {  // rows [y1, y0): y grows downwards
-        for (int y = y1; y < y0; ++y) bits[y * stride + x] = c;
+    auto fill = [&](int x, int yBottom, int yTop, QRgb c) {  // rows [yTop, yBottom): y grows downwards
+        QRgb* p = bits + static_cast<qsizetype>(yTop) * stride + x;
+        for (int y = yTop; y < yBottom; ++y, p += stride) *p = c;
     };
-    const QRgb other = otherColor().rgba();
-    const bool fade = m_highlightStack != 0;
+    const QRgb other = m_highlightStack != 0 ? blend(otherColor().rgba(), 0xffffffff, 0.5) : otherColor().rgba();
     const int columns = bands.width();
     for (int x = 0; x < w; ++x) {
         const int c = columns == w ? x : std::min(columns - 1, static_cast<int>(int64_t(x) * columns / w));
@@ -83,15 +104,13 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
         int64_t bytes = bands.other(c);
         int yPrev = row(0);
         int y = row(bytes);
-        fill(x, yPrev, y, fade ? blend(other, 0xffffffff, 0.5) : other);
+        fill(x, yPrev, y, other);
         yPrev = y;
         for (uint32_t id : bands.lifetimes(c)) {
-            const AllocationLifetime& l = all[id];
-            bytes += static_cast<int64_t>(l.size);
+            bytes += static_cast<int64_t>(all[id].size);
             y = row(bytes);
             if (y == yPrev) continue;
-            QRgb col = colorFor(l.stack, id).rgba();
-            if (fade && l.stack != m_highlightStack) col = blend(col, 0xffffffff, 0.6);
+            QRgb col = colorOf(id);
             if (static_cast<int64_t>(id) == m_hovered) col = blend(col, 0xff000000, 0.25);
             fill(x, yPrev, y, col);
             if (yPrev - y >= 4) bits[y * stride + x] = blend(col, 0xff000000, 0.18);  // top edge

@@ -39,9 +39,11 @@ int TimelineBinning::columnAt(double x) const {
     return std::min(w - 1, static_cast<int>(std::floor(f)));
 }
 
-std::vector<ColumnEnvelope> TimelineBinning::envelope(std::span<const int64_t> series, int64_t before) const {
+std::vector<ColumnEnvelope> TimelineBinning::envelope(std::span<const int64_t> series, int64_t before,
+                                                      const SeriesPyramid* pyramid) const {
     std::vector<ColumnEnvelope> out(m_columns.size());
     const int64_t n = static_cast<int64_t>(series.size());
+    if (pyramid && pyramid->size() != n) pyramid = nullptr;
     auto value = [&](int64_t i) { return i < 0 ? before : series[static_cast<size_t>(i)]; };
     for (size_t c = 0; c < m_columns.size(); ++c) {
         const PixelColumn& col = m_columns[c];
@@ -52,16 +54,25 @@ std::vector<ColumnEnvelope> TimelineBinning::envelope(std::span<const int64_t> s
         e.lastValue = value(last);
         e.min = e.max = e.firstValue;
         e.maxEntry = first;
-        int64_t i = first;
-        if (i < 0) i = 0;
-        else ++i;
-        const int64_t* p = series.data();
-        for (; i <= last; ++i) {
-            const int64_t v = p[i];
-            if (v < e.min) e.min = v;
-            if (v > e.max) {
-                e.max = v;
-                e.maxEntry = i;
+        const int64_t from = first < 0 ? 0 : first + 1;  // the rest of the column's entries
+        if (from <= last) {
+            if (pyramid && last - from >= 2 * SeriesPyramid::kBlock) {
+                const RangeExtremes r = pyramid->reduce(series, from, last);
+                e.min = std::min(e.min, r.min);
+                if (r.max > e.max) {
+                    e.max = r.max;
+                    e.maxEntry = r.maxIndex;
+                }
+            } else {
+                const int64_t* p = series.data();
+                for (int64_t i = from; i <= last; ++i) {
+                    const int64_t v = p[i];
+                    if (v < e.min) e.min = v;
+                    if (v > e.max) {
+                        e.max = v;
+                        e.maxEntry = i;
+                    }
+                }
             }
         }
         out[c] = e;

@@ -6,11 +6,12 @@ namespace memlens::views {
 
 TimelineLayout TimelineLayout::compute(const EntryAxis& axis, const model::DeviceTimeline& timeline,
                                        const AllocationLifetimes& lifetimes, std::span<const uint32_t> chosen,
-                                       double x0, double x1, int width) {
+                                       double x0, double x1, int width, const SeriesPyramid* livePyramid,
+                                       const SeriesPyramid* reservedPyramid) {
     TimelineLayout out;
     out.m_binning = TimelineBinning(axis, x0, x1, width);
-    out.m_live = out.m_binning.envelope(timeline.liveBytes, timeline.liveBefore);
-    out.m_reserved = out.m_binning.envelope(timeline.reservedBytes, timeline.reservedBefore);
+    out.m_live = out.m_binning.envelope(timeline.liveBytes, timeline.liveBefore, livePyramid);
+    out.m_reserved = out.m_binning.envelope(timeline.reservedBytes, timeline.reservedBefore, reservedPyramid);
     const auto& cols = out.m_binning.columns();
     std::vector<int64_t> entries(cols.size(), TimelineBands::kNoEntry), live(cols.size(), 0);
     for (size_t c = 0; c < cols.size(); ++c) {

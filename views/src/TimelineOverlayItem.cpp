@@ -45,6 +45,7 @@ TimelineOverlayItem::TimelineOverlayItem(QCustomPlot* plot) : QCPAbstractItem(pl
 void TimelineOverlayItem::setMarkers(const TimelineMarkers* markers, const EntryAxis* axis) {
     m_markers = markers;
     m_axis = axis;
+    m_nameWidths.assign(markers ? markers->ranges().size() : 0, -1);
 }
 
 int TimelineOverlayItem::lanesHeight() const {
@@ -111,6 +112,7 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
     painter->setFont(font);
     const QFontMetrics fm(font);
     const int lanesTop = area.top() - lanes * kLaneHeight;
+    std::vector<double> laneEnd(static_cast<size_t>(lanes), -1e9);  // last pixel drawn in each lane
     for (const RangeMarker& r : m_markers->ranges()) {
         const double xs = m_axis->x(std::clamp<int64_t>(r.first, 0, m_axis->count() - 1));
         const double xe = r.last + 1 >= m_axis->count() ? m_axis->endX() : m_axis->x(std::max(r.first, r.last + 1));
@@ -119,6 +121,10 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
         double p0 = std::max<double>(x->coordToPixel(xs), area.left());
         double p1 = std::min<double>(x->coordToPixel(xe), area.right());
         if (p1 - p0 < 1) p1 = p0 + 1;
+        // ranges narrower than a pixel that fall on pixels already drawn add nothing: skip them
+        double& drawnTo = laneEnd[static_cast<size_t>(lane)];
+        if (p1 <= drawnTo + 1 && p1 - p0 < 2) continue;
+        drawnTo = std::max(drawnTo, p1);
         const QRectF box(p0, lanesTop + lane * kLaneHeight + 1, p1 - p0, kLaneHeight - 2);
         const QColor c = laneColor(r.name);
         painter->setPen(p1 - p0 >= 4 ? QPen(c.darker(140), 1) : Qt::NoPen);
@@ -128,7 +134,12 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
             painter->setPen(QPen(QColor(0, 0, 0, 28), 1, Qt::DotLine));
             painter->drawLine(QPointF(std::round(p0), area.top()), QPointF(std::round(p0), area.bottom()));
         }
-        const QString label = fittingLabel(QString::fromStdString(r.name), fm, static_cast<int>(box.width()) - 6);
+        const int room = static_cast<int>(box.width()) - 6;
+        if (room < 10) continue;  // no label fits: skip the text work
+        int& width = m_nameWidths[static_cast<size_t>(&r - m_markers->ranges().data())];
+        const QString name = QString::fromStdString(r.name);
+        if (width < 0) width = fm.horizontalAdvance(name);
+        const QString label = width <= room ? name : fittingLabel(name, fm, room);
         if (!label.isEmpty()) {
             painter->setPen(QColor(0x1e, 0x1e, 0x1e));
             painter->drawText(box.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft, label);

@@ -6,6 +6,8 @@
 
 #include "memlens/views/QCustomPlotInclude.h"
 
+#include <vector>
+
 namespace memlens::views {
 
 class TimelineBandsItem : public QCPAbstractItem {
@@ -15,7 +17,7 @@ public:
     // The layout is not copied; it must stay alive until the next setLayout.
     void setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes);
     // Bands of allocations from this stack are drawn in full colour and the others faded (0: none).
-    void setHighlightedStack(model::StackId stack) { m_highlightStack = stack; }
+    void setHighlightedStack(model::StackId stack);
     // The band under the mouse is drawn darker (-1: none).
     void setHoveredLifetime(int64_t lifetime) { m_hovered = lifetime; }
 
@@ -29,10 +31,15 @@ protected:
     void draw(QCPPainter* painter) override;
 
 private:
+    QRgb colorOf(uint32_t lifetime);
+
     const TimelineLayout* m_layout = nullptr;
     const AllocationLifetimes* m_lifetimes = nullptr;
     model::StackId m_highlightStack = 0;
     int64_t m_hovered = -1;
+    // per lifetime, its colour as drawn now (0: not worked out yet); reset with the lifetimes or the highlight
+    std::vector<QRgb> m_colors;
+    QImage m_image;
 };
 
 } // namespace memlens::views

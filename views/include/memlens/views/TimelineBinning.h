@@ -3,6 +3,7 @@
 // 1,000 entries or 1,000,000: each column knows the entries it covers, and each series reduces to
 // a min/max envelope per column.
 #include "memlens/views/EntryAxis.h"
+#include "memlens/views/SeriesPyramid.h"
 
 #include <cstdint>
 #include <span>
@@ -41,8 +42,10 @@ public:
     const std::vector<PixelColumn>& columns() const { return m_columns; }
 
     // series[i] is the value right after entry i; before is the value before the first entry.
-    // Invalid columns get a default envelope.
-    std::vector<ColumnEnvelope> envelope(std::span<const int64_t> series, int64_t before) const;
+    // Invalid columns get a default envelope. With a pyramid built from the series, long columns
+    // read its block summaries instead of every entry (same result).
+    std::vector<ColumnEnvelope> envelope(std::span<const int64_t> series, int64_t before,
+                                         const SeriesPyramid* pyramid = nullptr) const;
 
 private:
     double m_x0 = 0;

@@ -18,9 +18,11 @@ class TimelineLayout {
 public:
     TimelineLayout() = default;
     // chosen: the lifetimes drawn as their own band (indices into lifetimes.all(), ascending).
+    // Pyramids of the timeline's live and reserved bytes, if given, speed up wide columns.
     static TimelineLayout compute(const EntryAxis& axis, const model::DeviceTimeline& timeline,
                                   const AllocationLifetimes& lifetimes, std::span<const uint32_t> chosen,
-                                  double x0, double x1, int width);
+                                  double x0, double x1, int width, const SeriesPyramid* livePyramid = nullptr,
+                                  const SeriesPyramid* reservedPyramid = nullptr);
 
     const TimelineBinning& binning() const { return m_binning; }
     const std::vector<ColumnEnvelope>& live() const { return m_live; }

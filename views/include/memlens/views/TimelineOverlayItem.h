@@ -8,6 +8,7 @@
 #include "memlens/views/QCustomPlotInclude.h"
 
 #include <optional>
+#include <vector>
 #include <utility>
 
 namespace memlens::views {
@@ -43,6 +44,7 @@ private:
     int64_t m_current = -1;
     std::optional<std::pair<int64_t, int64_t>> m_selection;
     std::optional<std::pair<double, double>> m_drag;
+    std::vector<int> m_nameWidths;  // per range, its name's width in pixels (-1: not measured yet)
 };
 
 } // namespace memlens::views

@@ -6,6 +6,7 @@
 // Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
 // the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans.
 #include "memlens/views/EntryAxis.h"
+#include "memlens/views/SeriesPyramid.h"
 #include "memlens/views/TimelineLayout.h"
 
 #include <QPointer>
@@ -103,6 +104,8 @@ private:
     QSharedPointer<EntryAxisTicker> m_xTicker;
 
     EntryAxis m_axis;
+    SeriesPyramid m_livePyramid;
+    SeriesPyramid m_reservedPyramid;
     std::vector<uint32_t> m_chosen;
     int m_largest = 1000;
     TimelineLayout m_layout;

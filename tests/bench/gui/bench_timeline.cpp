@@ -1,0 +1,280 @@
+// memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [FILE]
+//
+// 1. Redraw: a TimelineView (offscreen, 1600x600) on a synthetic trace of N entries (default
+//    1,000,000) built in memory, or on FILE's device 0; at the full range, 1/10, 1/100 and
+//    1/10000 of it, R redraws each while panning a little (so nothing is cached): binning
+//    (TimelineLayout::compute) and binning + replot, mean and max. Goal: < 16 ms.
+// 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline (LoadedSnapshot::load,
+//    the document, the view, the first replot). Goal: within 3x.
+#include "memlens/model/SnapshotReader.h"
+#include "memlens/views/LoadedSnapshot.h"
+#include "memlens/views/QCustomPlotInclude.h"
+#include "memlens/views/SnapshotDocument.h"
+#include "memlens/views/TimelineLayout.h"
+#include "memlens/views/TimelineView.h"
+
+#include <QApplication>
+#include <QFileInfo>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace memlens;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// A training-like trace: weights alive throughout, then iterations of forward (activations and
+// temporaries), backward (activations freed in reverse, gradients), and an optimizer step; one
+// 64 MiB segment per address slot, the final blocks consistent with the trace.
+model::Snapshot syntheticSnapshot(int64_t entries, uint64_t seed) {
+    model::Snapshot s;
+    const model::StringId file = s.strings.intern("/home/me/model.py");
+    for (int f = 0; f < 64; ++f)
+        s.frames.push_back({file, s.strings.intern("layer_" + std::to_string(f)), static_cast<uint64_t>(10 + f), true});
+    for (int st = 1; st <= 64; ++st) {  // stack st: frames st-1 and 0
+        s.stackFrames.push_back(static_cast<model::FrameId>(st - 1));
+        s.stackFrames.push_back(0);
+        s.stackOffsets.push_back(static_cast<uint32_t>(s.stackFrames.size()));
+    }
+    constexpr uint64_t kSlot = 64ull << 20, kBase = 0x7f0000000000ull;
+    std::mt19937_64 rng(seed);
+    auto uniform = [&](uint64_t lo, uint64_t hi) { return lo + rng() % (hi - lo + 1); };
+    model::DeviceData d;
+    d.hasTraceList = true;
+    model::TraceColumns& t = d.trace;
+    t.reserve(static_cast<size_t>(entries));
+    std::vector<uint64_t> freeSlots;
+    uint64_t slotCount = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> live;  // slot -> size, kept for the final blocks
+    std::vector<uint64_t> sizeOf;                      // per slot
+    int64_t time = 1'730'000'000'000'000;
+    auto push = [&](model::Action a, uint64_t addr, uint64_t size, model::StackId stack) {
+        t.action.push_back(a);
+        t.actionName.push_back(0);
+        t.flags.push_back(model::TraceColumns::HasAddr | model::TraceColumns::HasTime | model::TraceColumns::HasFrames);
+        t.addr.push_back(addr);
+        t.size.push_back(size);
+        t.stream.push_back(0);
+        time += static_cast<int64_t>(uniform(1, 20));
+        t.timeUs.push_back(time);
+        t.stack.push_back(stack);
+        t.compileContext.push_back(0);
+        t.userMetadata.push_back(0);
+    };
+    auto full = [&] { return static_cast<int64_t>(t.rows()) >= entries; };
+    auto alloc = [&](uint64_t size, model::StackId stack) -> uint64_t {
+        uint64_t slot;
+        if (!freeSlots.empty()) {
+            slot = freeSlots.back();
+            freeSlots.pop_back();
+        } else {
+            slot = slotCount++;
+            sizeOf.push_back(0);
+        }
+        sizeOf[slot] = size;
+        push(model::Action::Alloc, kBase + slot * kSlot, size, stack);
+        return slot;
+    };
+    auto release = [&](uint64_t slot, model::StackId stack) {
+        push(model::Action::FreeRequested, kBase + slot * kSlot, sizeOf[slot], stack);
+        push(model::Action::FreeCompleted, kBase + slot * kSlot, sizeOf[slot], stack);
+        sizeOf[slot] = 0;
+        freeSlots.push_back(slot);
+    };
+    std::vector<uint64_t> weights;
+    for (int w = 0; w < 150 && !full(); ++w) weights.push_back(alloc(uniform(1, 48) << 20, 1 + w % 8));
+    int iteration = 0;
+    while (!full()) {
+        const int64_t start = time;
+        std::vector<uint64_t> activations;
+        const int layers = static_cast<int>(uniform(40, 80));
+        for (int l = 0; l < layers && !full(); ++l) {
+            activations.push_back(alloc(uniform(256, 32768) << 10, 9 + l % 24));
+            for (int k = 0; k < 3 && !full(); ++k) release(alloc(uniform(4, 4096) << 10, 33 + k), 33 + k);
+        }
+        for (auto it = activations.rbegin(); it != activations.rend() && t.rows() + 4 <= static_cast<size_t>(entries); ++it) {
+            const uint64_t grad = alloc(uniform(64, 8192) << 10, 40 + (it - activations.rbegin()) % 16);
+            release(*it, 9);
+            release(grad, 40);
+            *it = ~0ull;
+        }
+        for (uint64_t a : activations)
+            if (a != ~0ull) live.emplace_back(a, sizeOf[a]);  // cut short by the end of the trace
+        s.annotations.push_back({0, true, s.strings.intern("iteration " + std::to_string(iteration)), start});
+        s.annotations.push_back({0, false, s.strings.intern("iteration " + std::to_string(iteration)), time});
+        ++iteration;
+    }
+    for (uint64_t w : weights) live.emplace_back(w, sizeOf[w]);
+    std::vector<uint64_t> liveSize(slotCount, 0);
+    for (auto [slot, size] : live) liveSize[slot] = size;
+    for (uint64_t slot = 0; slot < slotCount; ++slot) {
+        model::Segment seg;
+        seg.address = kBase + slot * kSlot;
+        seg.totalSize = kSlot;
+        seg.firstBlock = static_cast<uint32_t>(d.blocks.size());
+        if (liveSize[slot]) {
+            const uint64_t rounded = (liveSize[slot] + 511) / 512 * 512;
+            d.blocks.push_back({seg.address, rounded, liveSize[slot], model::BlockState::ActiveAllocated, 0});
+            d.blocks.push_back({seg.address + rounded, kSlot - rounded, 0, model::BlockState::Inactive, 0});
+            seg.allocatedSize = seg.activeSize = rounded;
+            seg.requestedSize = liveSize[slot];
+        } else {
+            d.blocks.push_back({seg.address, kSlot, 0, model::BlockState::Inactive, 0});
+        }
+        seg.blockCount = static_cast<uint32_t>(d.blocks.size()) - seg.firstBlock;
+        d.segments.push_back(seg);
+    }
+    s.devices.push_back(std::move(d));
+    return s;
+}
+
+struct Row {
+    const char* name;
+    double fraction;
+};
+
+struct Stats {
+    double mean = 0, max = 0;
+    void add(double v, int n) {
+        mean += v / n;
+        max = std::max(max, v);
+    }
+};
+
+bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enforce) {
+    views::TimelineView view;
+    view.resize(1600, 600);
+    view.setLargestCount(largest);
+    view.setDocument(&doc);
+    view.show();
+    QApplication::processEvents();
+    view.redraw();
+    const int64_t n = doc.entryCount();
+    std::printf("\ntimeline redraw: %lld entries, %lld allocations (%d drawn as bands), plot %d px wide, %d redraws each\n",
+                static_cast<long long>(n), static_cast<long long>(doc.lifetimes().size()),
+                std::min<int>(largest, static_cast<int>(doc.lifetimes().size())), view.layout().width(), repeat);
+    std::printf("%-16s %14s %14s %14s %13s  %s\n", "zoom", "entries shown", "binning mean", "redraw mean", "redraw max",
+                "goal < 16 ms");
+    const Row rows[] = {{"full", 1.0}, {"1/10", 0.1}, {"1/100", 0.01}, {"1/10000", 0.0001}};
+    bool ok = true;
+    for (bool time : {false, true}) {
+        if (time && !view.timeAxisAvailable()) break;
+        view.setTimeAxis(time);
+        view.fit();
+        const auto [lo, hi] = view.xRange();
+        for (const Row& r : rows) {
+            if (time && r.fraction != 1.0) continue;
+            const double span = (hi - lo) * r.fraction;
+            const views::SeriesPyramid livePyramid(doc.timeline().liveBytes), reservedPyramid(doc.timeline().reservedBytes);
+            Stats binning, total;
+            for (int i = 0; i < repeat; ++i) {
+                // pan a little each time, so that every redraw bins a new range
+                const double shift = r.fraction < 1.0 ? span * 0.02 * (i % 10 - 5) : 0.0;
+                const double x0 = lo + (hi - lo - span) / 2 + shift;
+                view.setXRange(x0, x0 + span);
+                const auto t0 = Clock::now();
+                const auto layout = views::TimelineLayout::compute(
+                    time ? views::EntryAxis::byTime(doc.deviceData().trace.timeUs) : views::EntryAxis::byIndex(n),
+                    doc.timeline(), doc.lifetimes(), doc.lifetimes().largest(static_cast<size_t>(largest)), x0, x0 + span,
+                    view.layout().width(), &livePyramid, &reservedPyramid);
+                binning.add(msSince(t0), repeat);
+                const auto t1 = Clock::now();
+                view.redraw();
+                total.add(msSince(t1), repeat);
+            }
+            const auto& cols = view.layout().binning().columns();
+            int64_t shown = 0;
+            if (!cols.empty()) shown = std::max<int64_t>(0, cols.back().last) - std::max<int64_t>(0, cols.front().first) + 1;
+            const bool pass = total.max < 16.0;
+            ok = ok && pass;
+            std::printf("%-16s %14lld %11.2f ms %11.2f ms %10.2f ms  %s\n",
+                        (std::string(r.name) + (time ? " (time axis)" : "")).c_str(), static_cast<long long>(shown),
+                        binning.mean, total.mean, total.max, pass ? "ok" : (total.mean < 16.0 ? "mean ok, max over" : "MISSED"));
+        }
+    }
+    return ok || !enforce;
+}
+
+bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
+    double readBest = 1e300, openBest = 1e300, loadBest = 1e300;
+    size_t entries = 0;
+    for (int i = 0; i < repeat; ++i) {
+        auto t0 = Clock::now();
+        model::Snapshot s = model::readSnapshotFile(path);
+        readBest = std::min(readBest, msSince(t0));
+        entries = s.devices.empty() ? 0 : s.devices.front().trace.rows();
+    }
+    for (int i = 0; i < repeat; ++i) {
+        auto t0 = Clock::now();
+        auto loaded = views::LoadedSnapshot::load(path, {});
+        const double loadMs = msSince(t0);
+        views::SnapshotDocument doc(loaded);
+        views::TimelineView view;
+        view.resize(1600, 600);
+        view.setLargestCount(largest);
+        view.setDocument(&doc);
+        view.show();
+        view.redraw();
+        openBest = std::min(openBest, msSince(t0));
+        loadBest = std::min(loadBest, loadMs);
+    }
+    const double ratio = openBest / readBest;
+    std::printf("\nopen to a drawn timeline: %s (%.1f MB, %zu entries on device 0), best of %d\n",
+                QFileInfo(QString::fromStdString(path)).fileName().toUtf8().constData(),
+                static_cast<double>(QFileInfo(QString::fromStdString(path)).size()) / 1e6, entries, repeat);
+    std::printf("  readSnapshotFile alone                   %10.1f ms\n", readBest);
+    std::printf("  LoadedSnapshot::load (read + rewinding)  %10.1f ms\n", loadBest);
+    std::printf("  open to a drawn timeline                 %10.1f ms   %.2fx reading; goal <= 3x: %s\n", openBest, ratio,
+                ratio <= 3.0 ? "ok" : "MISSED");
+    return ratio <= 3.0 || !enforce;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    int64_t entries = 1'000'000;
+    int repeat = 30, largest = 1000;
+    bool enforce = false;
+    std::string file;
+    const QStringList args = QApplication::arguments();
+    for (int i = 1; i < args.size(); ++i) {
+        const QString a = args[i];
+        if (a == QLatin1String("--entries") && i + 1 < args.size()) entries = args[++i].toLongLong();
+        else if (a == QLatin1String("--repeat") && i + 1 < args.size()) repeat = std::max(1, args[++i].toInt());
+        else if (a == QLatin1String("--largest") && i + 1 < args.size()) largest = args[++i].toInt();
+        else if (a == QLatin1String("--enforce-goals")) enforce = true;
+        else if (!a.startsWith(QLatin1String("--"))) file = a.toStdString();
+        else {
+            std::fprintf(stderr, "usage: memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [FILE]\n");
+            return 2;
+        }
+    }
+    bool ok = true;
+    try {
+        const auto t0 = Clock::now();
+        auto loaded = views::LoadedSnapshot::fromSnapshot(syntheticSnapshot(entries, 20240601), "synthetic");
+        std::printf("synthetic trace: %lld entries built and rewound in %.0f ms\n", static_cast<long long>(entries), msSince(t0));
+        views::SnapshotDocument doc(loaded);
+        ok = benchRedraw(doc, repeat, largest, enforce) && ok;
+        if (!file.empty()) {
+            auto fileLoaded = views::LoadedSnapshot::load(file, {});
+            views::SnapshotDocument fileDoc(fileLoaded);
+            std::printf("\n%s:", file.c_str());
+            ok = benchRedraw(fileDoc, repeat, largest, enforce) && ok;
+            ok = benchOpen(file, std::min(repeat, 3), largest, enforce) && ok;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "memlens-bench-timeline: %s\n", e.what());
+        return 1;
+    }
+    return ok ? 0 : 1;
+}
