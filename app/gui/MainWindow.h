@@ -44,6 +44,11 @@ public:
     bool raiseView(const QString& name);
     QDockWidget* dock(const QString& name) const;
     QString bannerMessage() const;
+    // For tests and for callers that drive the window.
+    NavigationActions* navigation() const { return m_nav; }
+    QTabBar* tabs() const { return m_tabs; }
+    QComboBox* deviceSelector() const { return m_devices; }
+    views::SnapshotDocument* document(int tab) const { return m_documents.value(tab); }
 
 signals:
     void documentOpened(memlens::views::SnapshotDocument* doc);
