@@ -76,7 +76,8 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     m_maxSize->setPlaceholderText(tr("max"));
     for (QLineEdit* e : {m_minSize, m_maxSize}) {
         e->setClearButtonEnabled(true);
-        e->setMaximumWidth(100);
+        e->setMinimumWidth(70);
+        e->setMaximumWidth(110);
         e->setToolTip(tr("Sizes in bytes or with a unit: 512k, 1.5 MiB, 2g (binary units)"));
     }
     row->addWidget(m_minSize);
@@ -88,9 +89,6 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     m_search->setMinimumWidth(120);
     m_search->setClearButtonEnabled(true);
     row->addWidget(m_search, 1);
-    m_count = new QLabel(bar);
-    m_count->setStyleSheet(QStringLiteral("color: palette(mid);"));
-    row->addWidget(m_count);
     layout->addWidget(bar);
 
     m_model = new EventsModel(this);
@@ -116,6 +114,10 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     m_table->setColumnWidth(EventsModel::AddressColumn, digit * 17);
     m_table->setColumnWidth(EventsModel::SizeColumn, digit * 11);
     layout->addWidget(m_table, 1);
+    m_count = new QLabel(this);
+    m_count->setContentsMargins(6, 2, 6, 2);
+    m_count->setStyleSheet(QStringLiteral("color: #666;"));
+    layout->addWidget(m_count);
 
     m_debounce = new QTimer(this);
     m_debounce->setSingleShot(true);
@@ -255,7 +257,7 @@ void EventsView::updateCount() {
     QString text = shown == total ? tr("%1 entries").arg(loc.toString(static_cast<qlonglong>(total)))
                                   : tr("%1 of %2 entries").arg(loc.toString(shown), loc.toString(static_cast<qlonglong>(total)));
     if (m_doc->selection())
-        text += tr(" · selected %1–%2")
+        text += tr(" in the selected range %1–%2")
                     .arg(loc.toString(static_cast<qlonglong>(m_doc->selection()->first)),
                          loc.toString(static_cast<qlonglong>(m_doc->selection()->second)));
     m_count->setText(text);

@@ -90,17 +90,24 @@ void TimelineOverlayItem::draw(QCPPainter* painter) {
 
 void TimelineOverlayItem::drawSpan(QCPPainter* painter, const QRect& area, double px0, double px1, bool dashed) {
     if (px1 < px0) std::swap(px0, px1);
-    px0 = std::max<double>(px0, area.left());
-    px1 = std::min<double>(px1, area.right());
-    if (px1 < px0) return;
-    const QRectF r(QPointF(px0, area.top()), QPointF(std::max(px1, px0 + 1), area.bottom()));
+    px1 = std::max(px1, px0 + 1);
+    // the selection stays as it is; what lies outside it is dimmed
     painter->setPen(Qt::NoPen);
-    painter->setBrush(QColor(0x3d, 0x7e, 0xd6, dashed ? 40 : 55));
-    painter->drawRect(r);
+    painter->setBrush(QColor(255, 255, 255, dashed ? 110 : 150));
+    const double left = std::clamp<double>(px0, area.left(), area.right() + 1);
+    const double right = std::clamp<double>(px1, area.left(), area.right() + 1);
+    if (left > area.left()) painter->drawRect(QRectF(QPointF(area.left(), area.top()), QPointF(left, area.bottom() + 1)));
+    if (right < area.right() + 1) painter->drawRect(QRectF(QPointF(right, area.top()), QPointF(area.right() + 1, area.bottom() + 1)));
     QPen edge(QColor(0x2a, 0x62, 0xb0), 1, dashed ? Qt::DashLine : Qt::SolidLine);
     painter->setPen(edge);
-    painter->drawLine(QPointF(r.left(), r.top()), QPointF(r.left(), r.bottom()));
-    painter->drawLine(QPointF(r.right(), r.top()), QPointF(r.right(), r.bottom()));
+    if (px0 >= area.left() && px0 <= area.right()) painter->drawLine(QPointF(px0, area.top()), QPointF(px0, area.bottom()));
+    if (px1 >= area.left() && px1 <= area.right()) painter->drawLine(QPointF(px1, area.top()), QPointF(px1, area.bottom()));
+    // a bar along the top marks the range itself
+    if (right > left) {
+        painter->setPen(Qt::NoPen);
+        painter->setBrush(QColor(0x2a, 0x62, 0xb0, dashed ? 120 : 200));
+        painter->drawRect(QRectF(QPointF(left, area.top()), QPointF(right, area.top() + 3)));
+    }
 }
 
 void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPAxis* x) {
