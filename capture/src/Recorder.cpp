@@ -602,9 +602,11 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     result.markers = st.markers;
     result.snapshotWriteSeconds = st.snapshotWriteSeconds;
     if (!o.quiet)
-        std::fprintf(stderr, "memlens: %s: %llu iterations, %llu snapshots (%.1f MB), %llu samples; job exit %d\n",
+        std::fprintf(stderr,
+                     "memlens: %s: %llu iterations, %llu snapshots (%.1f MB, written in %.2f s), %llu samples; "
+                     "job exit %d\n",
                      o.output.c_str(), static_cast<unsigned long long>(st.iterations),
-                     static_cast<unsigned long long>(st.snapshots), st.snapshotBytes / 1e6,
+                     static_cast<unsigned long long>(st.snapshots), st.snapshotBytes / 1e6, st.snapshotWriteSeconds,
                      static_cast<unsigned long long>(st.samples), result.exitStatus);
     return result;
 }

@@ -126,33 +126,50 @@ void SessionSink::writeProcess() {
 
 void SessionSink::run() {
     auto lastBeat = std::chrono::steady_clock::now();
+    auto small = [](const Item& i) {
+        const Message* m = std::get_if<Message>(&i);
+        return !m || m->blob.empty();
+    };
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
         cv_.wait_for(lock, std::chrono::milliseconds(options_.heartbeatMs), [&] { return !queue_.empty() || closing_; });
         if (queue_.empty()) {
             if (closing_) return;
         } else {
-            Item item = std::move(queue_.front());
+            // Small records that are waiting together are written in one transaction (one commit
+            // per record would cap a flood of markers at a few thousand per second).
+            std::vector<Item> batch;
+            batch.push_back(std::move(queue_.front()));
             queue_.pop_front();
+            if (small(batch[0]))
+                while (!queue_.empty() && small(queue_.front()) && batch.size() < 5000) {
+                    batch.push_back(std::move(queue_.front()));
+                    queue_.pop_front();
+                }
             lock.unlock();
             uint64_t blobBytes = 0;
+            bool grouped = batch.size() > 1;
             try {
-                if (auto* m = std::get_if<Message>(&item)) {
-                    blobBytes = m->blob.size();
-                    apply(*m);
-                } else if (auto* s = std::get_if<std::vector<DeviceSample>>(&item)) {
-                    writer_->addSamples(*s);
-                    std::lock_guard<std::mutex> g(mu_);
-                    stats_.samples += s->size();
-                } else if (auto* f = std::get_if<std::function<void(SessionProcess&)>>(&item)) {
-                    (*f)(process_);
-                    writeProcess();
+                if (grouped) writer_->beginBatch();
+                for (auto& item : batch) {
+                    if (auto* m = std::get_if<Message>(&item)) {
+                        blobBytes += m->blob.size();
+                        apply(*m);
+                    } else if (auto* s = std::get_if<std::vector<DeviceSample>>(&item)) {
+                        writer_->addSamples(*s);
+                        std::lock_guard<std::mutex> g(mu_);
+                        stats_.samples += s->size();
+                    } else if (auto* f = std::get_if<std::function<void(SessionProcess&)>>(&item)) {
+                        (*f)(process_);
+                        writer_->setProcess(process_);
+                    }
                 }
+                if (grouped) writer_->commitBatch();
             } catch (const std::exception& e) {
+                if (grouped) writer_->rollbackBatch();
                 reportError(e.what());
             }
-            // Free the blob before taking the lock.
-            item = std::vector<DeviceSample>{};
+            batch.clear();  // frees the blobs before taking the lock
             lock.lock();
             queuedBytes_ -= blobBytes;
             if (blobBytes) space_.notify_all();

@@ -259,7 +259,7 @@ SessionSnapshot SessionWriter::addSnapshot(SessionSnapshot meta, std::string_vie
     meta.bytes = pickle.size();
     meta.crc32 = crc32Update(0, pickle.data(), pickle.size());
     size_t chunks = (pickle.size() + kChunkBytes - 1) / kChunkBytes;
-    exec("BEGIN");
+    txBegin();
     try {
         Stmt s(db_,
                "INSERT INTO snapshots(iteration, trigger, time_us, bytes, crc32, chunks, info) "
@@ -274,9 +274,9 @@ SessionSnapshot SessionWriter::addSnapshot(SessionSnapshot meta, std::string_vie
             c.reset();
             c.bind(1, meta.id).bind(2, int64_t(i)).bindBlobStatic(3, pickle.data() + off, n).run();
         }
-        exec("COMMIT");
+        txCommit();
     } catch (...) {
-        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        txRollback();
         throw;
     }
     return meta;
@@ -285,7 +285,7 @@ SessionSnapshot SessionWriter::addSnapshot(SessionSnapshot meta, std::string_vie
 void SessionWriter::addSamples(const std::vector<DeviceSample>& samples) {
     if (samples.empty()) return;
     bool tx = samples.size() > 1;
-    if (tx) exec("BEGIN");
+    if (tx) txBegin();
     try {
         Stmt s(db_,
                "INSERT INTO samples(time_us, device, source, process_used, device_used, device_total, reserved, "
@@ -296,9 +296,9 @@ void SessionWriter::addSamples(const std::vector<DeviceSample>& samples) {
             s.bind(1, d.timeUs).bind(2, int64_t(d.device)).bind(3, d.source).bind(4, d.processUsed);
             s.bind(5, d.deviceUsed).bind(6, d.deviceTotal).bind(7, d.reserved).bind(8, d.allocated).run();
         }
-        if (tx) exec("COMMIT");
+        if (tx) txCommit();
     } catch (...) {
-        if (tx) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        if (tx) txRollback();
         throw;
     }
 }
@@ -315,16 +315,37 @@ int64_t SessionWriter::addGraphScan(const GraphScan& g) {
     return sqlite3_last_insert_rowid(db_);
 }
 
+void SessionWriter::txBegin() {
+    if (txDepth_++ == 0) exec("BEGIN");
+}
+
+void SessionWriter::txCommit() {
+    if (txDepth_ > 0 && --txDepth_ == 0) exec("COMMIT");
+}
+
+void SessionWriter::txRollback() {
+    // A failure inside a batch loses the whole batch: it is one transaction.
+    if (txDepth_ > 0) {
+        txDepth_ = 0;
+        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+}
+
+void SessionWriter::beginBatch() { txBegin(); }
+void SessionWriter::commitBatch() { txCommit(); }
+void SessionWriter::rollbackBatch() { txRollback(); }
+
 void SessionWriter::heartbeat(int64_t nowUs) { setMeta("heartbeat_us", std::to_string(nowUs)); }
 
 void SessionWriter::finish(int64_t nowUs) {
-    exec("BEGIN");
+    while (txDepth_ > 0) commitBatch();
+    txBegin();
     try {
         setMeta("heartbeat_us", std::to_string(nowUs));
         setMeta("finished", "1");
-        exec("COMMIT");
+        txCommit();
     } catch (...) {
-        sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+        txRollback();
         throw;
     }
     // Fold the log into the file so that the finished session is one file. With a reader still

@@ -1,7 +1,9 @@
 #pragma once
 // Writes a session file (see Session.h). One writer per file, used from one thread at a time.
-// Every add*() is its own transaction: a writer killed at any moment loses at most the record
-// it was writing. Readers (SessionFile) may follow the file while it grows.
+// Every add*() is its own transaction (a writer killed at any moment loses at most the record
+// it was writing), unless calls are grouped with beginBatch()/commitBatch(): the recorder groups
+// small records that arrived together, which a kill would lose together. Readers (SessionFile)
+// may follow the file while it grows.
 #include "memlens/model/Session.h"
 
 #include <memory>
@@ -41,11 +43,20 @@ public:
     void finish(int64_t nowUs);
     void setMeta(const std::string& key, const std::string& value);
 
+    // Groups the add*() calls up to commitBatch() into one transaction (nestable).
+    void beginBatch();
+    void commitBatch();
+    void rollbackBatch();  // drops the whole batch
+
     // Bytes of a snapshot chunk row; pickles larger than this span several rows.
     static constexpr size_t kChunkBytes = 16u << 20;
 
 private:
     void exec(const char* sql);
+    void txBegin();
+    void txCommit();
+    void txRollback();
+    int txDepth_ = 0;
     std::string path_;
     sqlite3* db_ = nullptr;
 };
