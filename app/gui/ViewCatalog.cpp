@@ -33,7 +33,7 @@ ViewHandle make(QWidget* parent) {
     return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, false};
 }
 
-ViewHandle placeholder(const QString& title, const QString& purpose, QWidget* parent) {
+[[maybe_unused]] ViewHandle placeholder(const QString& title, const QString& purpose, QWidget* parent) {
     auto* v = new PlaceholderView(title, purpose, parent);
     return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, true};
 }
