@@ -199,7 +199,8 @@ rec train 0 --snapshot-iterations 5,31 --max-entries 5000 -- "$PY" "$HERE/jobs/t
 CAP_MB=${CAP_MB:-2048} rec oom 1 --max-entries 5000 -- "$PY" "$HERE/jobs/oom.py"
 rec leak 0 --snapshot-every 10 --max-entries 5000 -- "$PY" "$HERE/jobs/leak.py"
 if [[ -n $EXAMPLE ]]; then
-  rec cxx 0 --snapshot-iterations 3,10 --max-entries 5000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
+  # C++ stacks (the default for a C++ program) are slow to symbolise: a shorter history.
+  rec cxx 0 --snapshot-iterations 3,10 --max-entries 2000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
 fi
 
 # ---- 6. check and export -------------------------------------------------------------------------------
