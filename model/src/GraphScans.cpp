@@ -555,7 +555,7 @@ std::vector<int32_t> dominators(const Dag& g, uint32_t root) {
 
 } // namespace
 
-FoldedGraph foldGraph(const RetainedGraph& graph, const FoldOptions& options) {
+FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& options) {
     FoldedGraph out;
     const auto& nodes = graph.nodesList;
     const size_t n = nodes.size();

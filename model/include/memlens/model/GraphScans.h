@@ -184,7 +184,7 @@ std::string describeGrowth(const GroupGrowth& g);
 
 // ---- Folding one graph for display ------------------------------------------------------------
 
-struct FoldOptions {
+struct GraphFoldOptions {
     bool parameters = true;  // fold parameter AccumulateGrad nodes (and pure views to them)
     bool repeats = true;     // fold repeated structure
     int minRepeats = 2;      // fold a run of at least this many identical blocks
@@ -226,6 +226,6 @@ struct FoldedGraph {
     int foldedParameters = 0;     // AccumulateGrad nodes folded away (plus their views)
 };
 
-FoldedGraph foldGraph(const RetainedGraph& graph, const FoldOptions& options = {});
+FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& options = {});
 
 } // namespace memlens::model
