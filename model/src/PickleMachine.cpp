@@ -360,16 +360,96 @@ void PickleMachine::frameRun() {
     }
 }
 
+// The opcodes that make up nearly all of a snapshot are dispatched through a table of labels,
+// each ending in its own jump to the next opcode (threaded code: the processor predicts each of
+// those jumps separately); everything else goes through the switch.
+#define MEMLENS_NEXT_OPCODE()                                                                     \
+    do {                                                                                          \
+        if (++tick == 65536) {                                                                    \
+            tick = 0;                                                                             \
+            if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();             \
+            if (progress) progress(in_.offset(), in_.size());                                     \
+        }                                                                                         \
+        opOffset_ = in_.offset();                                                                 \
+        op = in_.byte(); /* at the end of the file this throws: no STOP, truncated */             \
+        goto* table[op];                                                                          \
+    } while (0)
+
 Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* cancel) {
+    void* table[256];
+    for (auto& t : table) t = &&general;
+    table['h'] = table['j'] = &&memo_get;
+    table[0x94] = &&memoize;
+    table['q'] = &&binput;
+    table['('] = &&mark;
+    table['}'] = &&empty_dict;
+    table[']'] = &&empty_list;
+    table['u'] = &&setitems;
+    table['K'] = &&binint1;
+    table['M'] = &&binint2;
+    table['J'] = &&binint;
+    table[0x8a] = &&long1;
+    table[0x8c] = &&short_binunicode;
     uint32_t tick = 0;
-    for (;;) {
-        if (++tick == 65536) {
-            tick = 0;
-            if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
-            if (progress) progress(in_.offset(), in_.size());
-        }
-        opOffset_ = in_.offset();
-        uint8_t op = in_.byte();  // at the end of the file this throws: no STOP, truncated
+    uint8_t op = 0;
+    MEMLENS_NEXT_OPCODE();
+
+memo_get: {
+    uint64_t idx = op == 'h' ? in_.byte() : le32(in_.take(4));
+    if (idx < memo_.size() && (memo_[idx].tag == Tag::Str || memo_[idx].tag >= Tag::Frame) &&
+        memo_[idx].tag != Tag::Unset)
+        push(Value{0, memo_[idx].ref, memo_[idx].tag});  // the common case: a string, a frame or a stack
+    else
+        push(memoGet(idx));
+    MEMLENS_NEXT_OPCODE();
+}
+memoize:
+    memoPut(memo_.size(), top());
+    MEMLENS_NEXT_OPCODE();
+binput:
+    memoPut(in_.byte(), top());
+    MEMLENS_NEXT_OPCODE();
+mark:
+    if (marks_.size() >= limits_.maxMarks) fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
+    marks_.push_back(stack_.size());
+    if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) frameRun();
+    MEMLENS_NEXT_OPCODE();
+empty_dict:
+    push(Value::node(Tag::Dict, makeNode(Tag::Dict)));
+    MEMLENS_NEXT_OPCODE();
+empty_list:
+    push(Value::node(Tag::List, makeNode(Tag::List)));
+    MEMLENS_NEXT_OPCODE();
+setitems: {
+    size_t base = markBase();
+    if (base == 0 || (!marks_.empty() && base <= marks_.back())) fail("pickle stack underflow (corrupt file)");
+    Value dict = stack_[base - 1];
+    if (dict.tag != Tag::Dict) fail(std::string("SETITEMS on a ") + tagName(dict.tag));
+    appendTo(dict, base, true);
+    MEMLENS_NEXT_OPCODE();
+}
+binint1:
+    push(Value::integer(in_.byte()));
+    MEMLENS_NEXT_OPCODE();
+binint2:
+    push(Value::integer(le16(in_.take(2))));
+    MEMLENS_NEXT_OPCODE();
+binint:
+    push(Value::integer(static_cast<int32_t>(le32(in_.take(4)))));
+    MEMLENS_NEXT_OPCODE();
+long1: {
+    uint8_t n = in_.byte();
+    push(readLong(in_.take(n), n));
+    MEMLENS_NEXT_OPCODE();
+}
+short_binunicode: {
+    uint8_t n = in_.byte();
+    push(makeString(in_.take(n), n, false));
+    MEMLENS_NEXT_OPCODE();
+}
+
+general:
+    {
         switch (op) {
         // --- control
         case 0x80: {  // PROTO
@@ -385,12 +465,6 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             if (v.isContainer()) v = store(v);
             return v;
         }
-        case '(':  // MARK
-            if (marks_.size() >= limits_.maxMarks)
-                fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
-            marks_.push_back(stack_.size());
-            if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) frameRun();
-            break;
         case '0':  // POP
             if (!marks_.empty() && stack_.size() == marks_.back())
                 marks_.pop_back();
@@ -408,14 +482,6 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
         case 'N': push(Value::none()); break;
         case 0x88: push(Value::boolean(true)); break;
         case 0x89: push(Value::boolean(false)); break;
-        case 'K': push(Value::integer(in_.byte())); break;
-        case 'M': push(Value::integer(le16(in_.take(2)))); break;
-        case 'J': push(Value::integer(static_cast<int32_t>(le32(in_.take(4))))); break;
-        case 0x8a: {  // LONG1
-            uint8_t n = in_.byte();
-            push(readLong(in_.take(n), n));
-            break;
-        }
         case 0x8b: {  // LONG4
             uint32_t n = le32(in_.take(4));
             if (n > in_.remaining()) fail("LONG4 length " + std::to_string(n) + " is longer than the rest of the file");
@@ -440,11 +506,6 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             break;
         }
         // --- strings and bytes
-        case 0x8c: {  // SHORT_BINUNICODE
-            uint8_t n = in_.byte();
-            push(makeString(in_.take(n), n, false));
-            break;
-        }
         case 'X':
         case 0x8d:
         case 'T':
@@ -534,8 +595,6 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             break;
         }
         // --- containers
-        case '}': push(Value::node(Tag::Dict, makeNode(Tag::Dict))); break;
-        case ']': push(Value::node(Tag::List, makeNode(Tag::List))); break;
         case 0x8f: push(Value::node(Tag::Set, makeNode(Tag::Set))); break;
         case ')': push(Value::node(Tag::Tuple, makeNode(Tag::Tuple))); break;
         case 'd':
@@ -595,32 +654,12 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
             appendTo(dict, stack_.size() - 2);
             break;
         }
-        case 'u': {  // SETITEMS
-            size_t base = markBase();
-            if (base == 0 || (!marks_.empty() && base <= marks_.back())) fail("pickle stack underflow (corrupt file)");
-            Value dict = stack_[base - 1];
-            if (dict.tag != Tag::Dict) fail(std::string("SETITEMS on a ") + tagName(dict.tag));
-            appendTo(dict, base, true);
-            break;
-        }
         // --- memo
-        case 0x94: memoPut(memo_.size(), top()); break;  // MEMOIZE
-        case 'q': memoPut(in_.byte(), top()); break;
         case 'r': memoPut(le32(in_.take(4)), top()); break;
         case 'p': {
             Value idx = parseDecimal(readLine(), false);
             if (idx.tag != Tag::Int || idx.asInt() < 0) fail("bad PUT index");
             memoPut(static_cast<uint64_t>(idx.asInt()), top());
-            break;
-        }
-        case 'h':
-        case 'j': {
-            uint64_t idx = op == 'h' ? in_.byte() : le32(in_.take(4));
-            if (idx < memo_.size() && (memo_[idx].tag == Tag::Str || memo_[idx].tag >= Tag::Frame) &&
-                memo_[idx].tag != Tag::Unset)
-                push(Value{0, memo_[idx].ref, memo_[idx].tag});  // the common case: a string, a frame or a stack
-            else
-                push(memoGet(idx));
             break;
         }
         case 'g': {
@@ -637,6 +676,9 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
         }
         }
     }
+    MEMLENS_NEXT_OPCODE();
 }
+
+#undef MEMLENS_NEXT_OPCODE
 
 } // namespace memlens::model
