@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import time
+import warnings
 
 try:
     from . import graphs_refs, graphs_saved
@@ -74,7 +75,11 @@ def scan(*, max_seconds=2.0, max_objects=1_000_000, exclude_ids=(), iteration=No
     try:
         scanner = _Scanner(torch, t0, max_seconds, max_objects, exclude_ids, max_graphs, max_detail_nodes)
         try:
-            out = scanner.run()
+            # reading attributes of every module object can trigger deprecation warnings (e.g.
+            # torch.distributed.reduce_op); they are the scan's, not the job's, so keep them quiet
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = scanner.run()
         finally:
             scanner.close()
     except Exception as e:  # a scan must never break the job
