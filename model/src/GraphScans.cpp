@@ -575,8 +575,9 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
 
     // 1. parameter subtrees: parameter AccumulateGrad nodes, and nodes that save nothing of their
     // own and lead only to such nodes (TBackward0, ViewBackward0, ToCopyBackward0 ... of a weight)
+    // (computed whether or not they are folded: the search for repeated blocks ignores them)
     std::vector<char> paramOnly(n, 0);
-    if (options.parameters) {
+    {
         std::vector<char> state(n, 0);  // 0 new, 1 on stack, 2 done
         for (uint32_t s = 0; s < n; ++s) {
             if (state[s]) continue;
@@ -608,11 +609,11 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
         paramOnly[0] = 0;
     }
 
-    // remaining graph
+    // the graph shown: without the parameter subtrees when they fold
     std::vector<int32_t> keep(n, -1);
     std::vector<uint32_t> kept;
     for (uint32_t v = 0; v < n; ++v)
-        if (!paramOnly[v]) {
+        if (!options.parameters || !paramOnly[v]) {
             keep[v] = static_cast<int32_t>(kept.size());
             kept.push_back(v);
         }
@@ -629,6 +630,7 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
     // parameters each kept node uses (through param-only nodes)
     std::vector<std::vector<uint32_t>> params(k);
     for (uint32_t v : kept) {
+        if (!options.parameters) break;
         std::set<uint32_t> found, visited;
         std::vector<uint32_t> todo;
         for (uint32_t w : full.out[v])
@@ -643,12 +645,13 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
         params[keep[v]].assign(found.begin(), found.end());
     }
     for (uint32_t v = 0; v < n; ++v)
-        if (paramOnly[v] && nodes[v].isAccumulateGrad()) ++out.foldedParameters;
+        if (options.parameters && paramOnly[v] && nodes[v].isAccumulateGrad()) ++out.foldedParameters;
 
     // 2. repeated structure: segments between the dominators of every sink, compared by shape
     std::vector<int32_t> copyOf(k, -1);      // kept index -> kept index of its first copy
     std::vector<int32_t> copyNumber(k, 0);   // which copy it belongs to
     std::vector<int32_t> runOf(k, -1);       // which run
+    std::vector<char> copyStart(k, 0);       // the first node of a copy (where the copy before leads)
     struct Run {
         int count;
         int nodesPerBlock;
@@ -656,15 +659,25 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
     };
     std::vector<Run> runs;
     if (options.repeats && k >= 4) {
-        Dag h = g;  // plus a virtual sink T = k
-        h.out.emplace_back();
-        h.in.emplace_back();
+        // dominators over the graph without parameter subtrees (their AccumulateGrad nodes would
+        // be dead ends all over the graph), plus a virtual sink T = k after every dead end
+        auto core = [&](uint32_t v) { return !paramOnly[kept[v]]; };
+        Dag h;
+        h.out.resize(k + 1);
+        h.in.resize(k + 1);
         const auto sink = static_cast<uint32_t>(k);
-        for (uint32_t v = 0; v < k; ++v)
-            if (g.out[v].empty()) {
+        for (uint32_t v = 0; v < k; ++v) {
+            if (!core(v)) continue;
+            for (uint32_t w : g.out[v])
+                if (core(w)) {
+                    h.out[v].push_back(w);
+                    h.in[w].push_back(v);
+                }
+            if (h.out[v].empty()) {
                 h.out[v].push_back(sink);
                 h.in[sink].push_back(v);
             }
+        }
         const std::vector<int32_t> idom = dominators(h, 0);
         if (idom[sink] >= 0) {
             std::vector<uint32_t> chain;
@@ -677,10 +690,24 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
             for (size_t i = 0; i < chain.size(); ++i) chainPos[chain[i]] = static_cast<int32_t>(i);
             std::vector<int32_t> seg(k, -1);
             for (uint32_t v = 0; v < k; ++v) {
-                if (idom[v] < 0) continue;
+                if (!core(v) || idom[v] < 0) continue;
                 int32_t x = static_cast<int32_t>(v);
                 while (chainPos[x] < 0 && x != idom[x]) x = idom[x];
                 seg[v] = chainPos[x];
+            }
+            // shown parameter subtrees belong to the segment of the node that uses them
+            for (uint32_t v = 0; v < k; ++v) {
+                if (!core(v) || seg[v] < 0) continue;
+                std::vector<uint32_t> todo{v};
+                while (!todo.empty()) {
+                    const uint32_t x = todo.back();
+                    todo.pop_back();
+                    for (uint32_t w : g.out[x])
+                        if (!core(w) && seg[w] < 0) {
+                            seg[w] = seg[v];
+                            todo.push_back(w);
+                        }
+                }
             }
             // each segment in BFS order from its chain node, and its shape as a string
             const size_t m = chain.size();
@@ -746,6 +773,7 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
                             copyOf[mine[t]] = static_cast<int32_t>(first[t]);
                             copyNumber[mine[t]] = static_cast<int32_t>(c);
                             runOf[mine[t]] = id;
+                            copyStart[mine[t]] = q == 0 && t == 0;
                             if (c == 0) {
                                 run.firstCopy.push_back(first[t]);
                                 ++run.nodesPerBlock;
@@ -814,7 +842,8 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
     std::vector<std::pair<uint32_t, uint32_t>> order;
     for (uint32_t v = 0; v < k; ++v)
         for (uint32_t w : g.out[v]) {
-            if (runOf[v] >= 0 && runOf[v] == runOf[w] && copyNumber[v] != copyNumber[w]) continue;
+            // the way from one copy into the next is the way into the copy shown: dropped
+            if (runOf[v] >= 0 && runOf[v] == runOf[w] && copyNumber[v] != copyNumber[w] && copyStart[w]) continue;
             const auto a = static_cast<uint32_t>(out.nodeOf[kept[v]]);
             const auto b = static_cast<uint32_t>(out.nodeOf[kept[w]]);
             if (a == b) continue;

@@ -249,3 +249,13 @@ TEST(GraphFold, EmptyAndBrokenEdges) {
     const FoldedGraph f = foldGraph(b.build());
     EXPECT_EQ(f.nodes.size(), 3u);
 }
+
+TEST(GraphFold, BlocksFoldWithParametersShown) {
+    // the search for blocks ignores parameter subtrees, which then fold along with their block
+    const FoldedGraph f = foldGraph(stack(12), {.parameters = false, .repeats = true});
+    ASSERT_EQ(f.repeats.size(), 1u);
+    EXPECT_EQ(f.repeats[0].count, 12);
+    EXPECT_EQ(f.repeats[0].nodesPerBlock, 11);
+    EXPECT_EQ(f.nodes.size(), 4u + 11u + 2u);
+    EXPECT_EQ(f.foldedParameters, 0);
+}

@@ -1,0 +1,62 @@
+#pragma once
+// The retained-graph scans of one session as the graph views see them: which scan is current
+// (stepping through iterations), which graph is selected. The Retained graphs panel and the Graph
+// view read from here and follow its signals; the window owns one per open session.
+#include "memlens/model/GraphScans.h"
+
+#include <QObject>
+#include <QString>
+
+#include <memory>
+
+namespace memlens::views {
+
+class GraphScansDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit GraphScansDocument(std::shared_ptr<const model::GraphScans> scans, QString path = {}, QObject* parent = nullptr);
+
+    // Reads the scans (and the iterations, for growth per phase) of a session file; throws
+    // model::SessionError. Safe on any thread.
+    static std::shared_ptr<const model::GraphScans> load(const QString& path);
+
+    const model::GraphScans& scans() const { return *m_scans; }
+    std::shared_ptr<const model::GraphScans> sharedScans() const { return m_scans; }
+    QString path() const { return m_path; }
+    int scanCount() const { return static_cast<int>(m_scans->scans().size()); }
+
+    // The current scan (-1: none, when the session has no scans).
+    int currentScan() const { return m_current; }
+    const model::GraphScanData* currentScanData() const;
+    int64_t currentIteration() const;
+
+    // The selected graph of the current scan (-1: none).
+    int selectedGraph() const { return m_graph; }
+    const model::RetainedGraph* selectedGraphData() const;
+
+public slots:
+    void setCurrentScan(int scan);
+    // The last scan at or before the iteration (the first scan if none is).
+    void setCurrentIteration(int64_t iteration);
+    void nextScan() { setCurrentScan(m_current + 1); }
+    void previousScan() { setCurrentScan(m_current - 1); }
+    void selectGraph(int graph);
+    // New scans (a live session): keeps the current scan unless it was the last one, then
+    // follows the newest.
+    void setScans(std::shared_ptr<const model::GraphScans> scans);
+
+signals:
+    void scansChanged();
+    void currentScanChanged(int scan);
+    void graphSelected(int graph);
+
+private:
+    int findGraph(int scan, const QString& root, const QString& pattern) const;
+
+    std::shared_ptr<const model::GraphScans> m_scans;
+    QString m_path;
+    int m_current = -1;
+    int m_graph = -1;
+};
+
+} // namespace memlens::views
