@@ -71,6 +71,29 @@ private slots:
         QCOMPARE(l[0].end, int64_t(1));
     }
 
+    void blocksTheTraceNeverMentionsLiveThroughout() {
+        using namespace synth;
+        // G was allocated before recording and is still there; X is allocated in the trace
+        const uint64_t G = slot(0), X = slot(4);
+        P seg = segment(0, kBase, {{G, 2 * MiB, 2 * MiB - 100, "active_allocated", framesOf("weights")},
+                                   {kBase + 2 * MiB, 2 * MiB, 0, "inactive", nullptr},
+                                   {X, 1 * MiB, 1 * MiB, "active_allocated", nullptr},
+                                   {kBase + 5 * MiB, 3 * MiB, 0, "inactive", nullptr}});
+        const auto snap = read(snapshot({seg}, {{entry("alloc", X, 1 * MiB, nullptr, 1), entry("snapshot", 0, 0, nullptr, 2)}}));
+        const AllocationLifetimes fromTrace = AllocationLifetimes::compute(snap.devices[0].trace);
+        QCOMPARE(fromTrace.size(), size_t(1));
+        const AllocationLifetimes l = AllocationLifetimes::compute(snap.devices[0]);
+        QCOMPARE(l.size(), size_t(2));
+        QVERIFY(l[0].allocatedBeforeRecording());
+        QCOMPARE(l[0].address, G);
+        QCOMPARE(l[0].size, 2 * MiB - 100);
+        QCOMPARE(l[0].end, int64_t(2));
+        QVERIFY(l[0].liveAt(-1) && l[0].liveAt(1));
+        QVERIFY(l[0].stack != 0);  // the block's own stack
+        QCOMPARE(l[1].address, X);
+        QCOMPARE(l.largest(1), std::vector<uint32_t>{0});
+    }
+
     void segmentsAndOomAreNotAllocations() {
         const auto loaded = load({{"segment_alloc", kBase, kSegment}, {"oom", 0, 64 * MiB}, {"segment_free", kBase, kSegment}});
         QCOMPARE(loaded->lifetimes.at(0)->size(), size_t(0));

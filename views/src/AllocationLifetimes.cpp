@@ -2,13 +2,41 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace memlens::views {
 
 AllocationLifetimes AllocationLifetimes::compute(const model::TraceColumns& trace) {
-    using model::Action;
     AllocationLifetimes out;
-    auto& all = out.m_all;
+    out.pair(trace);
+    out.finish();
+    return out;
+}
+
+AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device) {
+    AllocationLifetimes out;
+    out.pair(device.trace);
+    const auto n = static_cast<int64_t>(device.trace.rows());
+    std::unordered_set<uint64_t> liveAtEnd;
+    for (const AllocationLifetime& l : out.m_all)
+        if (l.end >= n) liveAtEnd.insert(l.address);
+    for (const model::Block& b : device.blocks) {
+        if (b.state == model::BlockState::Inactive || liveAtEnd.count(b.address)) continue;
+        AllocationLifetime l;
+        l.begin = -1;
+        l.end = n;
+        l.address = b.address;
+        l.size = b.requestedSize;
+        l.stack = b.stack;
+        out.m_all.push_back(l);
+    }
+    out.finish();
+    return out;
+}
+
+void AllocationLifetimes::pair(const model::TraceColumns& trace) {
+    using model::Action;
+    auto& all = m_all;
     const int64_t n = static_cast<int64_t>(trace.rows());
     std::unordered_map<uint64_t, size_t> open;  // address -> index into all
     open.reserve(1024);
@@ -50,14 +78,17 @@ AllocationLifetimes AllocationLifetimes::compute(const model::TraceColumns& trac
             open.erase(it);
         }
     }
-    // allocations alive at the end keep end == n. Order by begin (stable keeps the rest in order).
+    // allocations alive at the end keep end == n
+}
+
+void AllocationLifetimes::finish() {
+    auto& all = m_all;
+    // order by begin (stable keeps the rest in order)
     std::stable_sort(all.begin(), all.end(),
                      [](const AllocationLifetime& x, const AllocationLifetime& y) { return x.begin < y.begin; });
-    out.m_bySize.resize(all.size());
-    for (size_t i = 0; i < all.size(); ++i) out.m_bySize[i] = static_cast<uint32_t>(i);
-    std::stable_sort(out.m_bySize.begin(), out.m_bySize.end(),
-                     [&all](uint32_t x, uint32_t y) { return all[x].size > all[y].size; });
-    return out;
+    m_bySize.resize(all.size());
+    for (size_t i = 0; i < all.size(); ++i) m_bySize[i] = static_cast<uint32_t>(i);
+    std::stable_sort(m_bySize.begin(), m_bySize.end(), [&all](uint32_t x, uint32_t y) { return all[x].size > all[y].size; });
 }
 
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {

@@ -18,7 +18,7 @@ std::shared_ptr<LoadedSnapshot> LoadedSnapshot::fromSnapshot(model::Snapshot sna
         if (options.progress) options.progress("rewinding", double(done++) / double(snap->devices.size()));
         out->timelines[d.device] = std::make_shared<model::DeviceTimeline>(model::computeTimeline(d));
         out->histories[d.device] = std::make_shared<model::StateHistory>(*snap, d.device);
-        out->lifetimes[d.device] = std::make_shared<AllocationLifetimes>(AllocationLifetimes::compute(d.trace));
+        out->lifetimes[d.device] = std::make_shared<AllocationLifetimes>(AllocationLifetimes::compute(d));
     }
     out->snapshot = std::move(snap);
     return out;

@@ -83,7 +83,7 @@ void TimelineView::buildToolbar(QWidget* bar) {
     row->addWidget(label);
     m_largestBox = new QSpinBox(bar);
     m_largestBox->setRange(0, 1000000);
-    m_largestBox->setSingleStep(100);
+    m_largestBox->setSingleStep(1000);
     m_largestBox->setValue(m_largest);
     m_largestBox->setKeyboardTracking(false);
     m_largestBox->setToolTip(tr("How many of the largest allocations get a band of their own; "
@@ -435,9 +435,7 @@ QString TimelineView::describeAt(const QPoint& pos) const {
             html += QStringLiteral("</span>");
         }
     } else if (hit == TimelineBands::kOther) {
-        html += tr("<b>Other live memory</b>: allocations not among the %1 largest, and blocks the trace never "
-                   "allocates or frees (allocated before recording), summed")
-                    .arg(m_largest);
+        html += tr("<b>Other allocations</b>: those not among the %1 largest, summed").arg(m_largest);
         html += QStringLiteral("<br>");
     }
     if (!html.isEmpty() && !html.endsWith(QStringLiteral("<br>"))) html += QStringLiteral("<br>");

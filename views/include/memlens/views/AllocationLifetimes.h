@@ -1,6 +1,8 @@
 #pragma once
 // Every allocation of a device's trace as a lifetime: its alloc paired with its free_completed by
-// address, as PyTorch's Active Memory Timeline pairs them.
+// address, as PyTorch's Active Memory Timeline pairs them; and, given the device's final blocks,
+// the blocks the trace never mentions (allocated before recording, never freed), which live
+// throughout.
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
@@ -25,6 +27,9 @@ class AllocationLifetimes {
 public:
     AllocationLifetimes() = default;
     static AllocationLifetimes compute(const model::TraceColumns& trace);
+    // The trace's lifetimes plus one for each active block of the final state that no lifetime
+    // live at the end accounts for (same address).
+    static AllocationLifetimes compute(const model::DeviceData& device);
 
     // Sorted by begin: allocations from before the recording first (in the order of their frees).
     const std::vector<AllocationLifetime>& all() const { return m_all; }
@@ -35,6 +40,9 @@ public:
     size_t memoryBytes() const;
 
 private:
+    void pair(const model::TraceColumns& trace);
+    void finish();
+
     std::vector<AllocationLifetime> m_all;
     std::vector<uint32_t> m_bySize;  // indices into m_all, largest first
 };

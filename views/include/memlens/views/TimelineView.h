@@ -107,7 +107,7 @@ private:
     SeriesPyramid m_livePyramid;
     SeriesPyramid m_reservedPyramid;
     std::vector<uint32_t> m_chosen;
-    int m_largest = 1000;
+    int m_largest = 15000;  // as PyTorch's viewer's default
     TimelineLayout m_layout;
     bool m_dirty = true;
     double m_layoutX0 = 0, m_layoutX1 = 0;
