@@ -19,9 +19,9 @@ NavigationActions::NavigationActions(QWidget* window) : QObject(window), m_windo
     previousSameAllocation = make(tr("Previous Entry of This Allocation"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Left),
                                   tr("From a free back to its alloc (same address)"));
     nextMarker = make(tr("Next Marker"), QKeySequence(Qt::CTRL | Qt::Key_Down),
-                      tr("The start of the next annotated range (iteration, optimizer step...)"));
+                      tr("The start of the next top-level annotated range (an iteration)"));
     previousMarker = make(tr("Previous Marker"), QKeySequence(Qt::CTRL | Qt::Key_Up),
-                          tr("The start of the previous annotated range"));
+                          tr("The start of the previous top-level annotated range"));
     nextOom = make(tr("Next OOM"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Down), tr("The next out-of-memory entry"));
     previousOom = make(tr("Previous OOM"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Up), tr("The previous out-of-memory entry"));
     back = make(tr("Back to Previous Selection"), QKeySequence::Back, tr("Undo the last range selection"));

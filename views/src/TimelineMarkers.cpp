@@ -88,7 +88,7 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
     });
     assignLanes(out.m_ranges, out.m_lanes);
     for (const auto& r : out.m_ranges)
-        if (out.m_stops.empty() || out.m_stops.back() != r.first) out.m_stops.push_back(r.first);
+        if (r.lane == 0 && (out.m_stops.empty() || out.m_stops.back() != r.first)) out.m_stops.push_back(r.first);
     return out;
 }
 

@@ -23,7 +23,7 @@ std::optional<int64_t> previousOfSameAllocation(const model::TraceColumns& trace
 std::optional<int64_t> nextWithAction(const model::TraceColumns& trace, int64_t current, model::Action action);
 std::optional<int64_t> previousWithAction(const model::TraceColumns& trace, int64_t current, model::Action action);
 
-// The next / previous start of a marked range (an iteration, an optimizer step...).
+// The next / previous start of a top-level marked range (an iteration, not the steps inside it).
 std::optional<int64_t> nextMarker(const TimelineMarkers& markers, int64_t current);
 std::optional<int64_t> previousMarker(const TimelineMarkers& markers, int64_t current);
 

@@ -34,7 +34,8 @@ public:
     // oom and snapshot entries, in trace order.
     const std::vector<PointMarker>& points() const { return m_points; }
     int laneCount() const { return m_lanes; }
-    // First entries of the ranges, sorted, without repeats: where "next marker" stops.
+    // First entries of the top-level ranges (lane 0: iterations, not the steps inside them),
+    // sorted, without repeats: where "next marker" stops.
     const std::vector<int64_t>& stops() const { return m_stops; }
 
 private:
