@@ -11,6 +11,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
 #include <QSpinBox>
 #include <QStackedWidget>
 #include <QToolButton>
@@ -110,6 +111,8 @@ void TimelineView::buildToolbar(QWidget* bar) {
 
 void TimelineView::setupPlot() {
     m_plot->setMouseTracking(true);
+    m_plot->setStatusTip(tr("Click: make an entry current · drag: select a range · wheel: zoom · "
+                            "right drag: pan · right click: zoom to the selection, back, clear"));
     m_plot->installEventFilter(this);
     m_plot->setInteractions({});
     m_plot->setNotAntialiasedElements(QCP::aeAll);
@@ -498,7 +501,21 @@ void TimelineView::onMouseRelease(QMouseEvent* event) {
             const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(hit)];
             m_doc->selectAllocation(l.stack, describeLifetime(hit));
         }
+    } else if (drag == Drag::Pan && event->button() == Qt::RightButton &&
+               (event->pos() - m_pressPos).manhattanLength() < kDragThreshold) {
+        showContextMenu(event->globalPosition().toPoint());  // a right click, not a drag
     }
+}
+
+void TimelineView::showContextMenu(const QPoint& globalPos) {
+    QMenu menu(this);
+    const bool selected = m_doc && m_doc->selection().has_value();
+    menu.addAction(tr("Zoom to Selection"), this, &TimelineView::zoomToSelection)->setEnabled(selected);
+    menu.addAction(tr("Show Everything"), this, &TimelineView::fit);
+    menu.addSeparator();
+    menu.addAction(tr("Back to Previous Selection"), m_doc.data(), &SnapshotDocument::back)->setEnabled(m_doc && m_doc->canGoBack());
+    menu.addAction(tr("Clear Selection"), m_doc.data(), &SnapshotDocument::resetSelection)->setEnabled(selected);
+    menu.exec(globalPos);
 }
 
 void TimelineView::onWheel(QWheelEvent* event) {

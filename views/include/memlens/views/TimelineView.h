@@ -4,7 +4,8 @@
 // oom and snapshot entries, the selected range and the current entry.
 //
 // Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
-// the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans.
+// the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans;
+// a right click offers zoom to the selection, back and clear.
 #include "memlens/views/EntryAxis.h"
 #include "memlens/views/SeriesPyramid.h"
 #include "memlens/views/TimelineLayout.h"
@@ -86,6 +87,7 @@ private:
     void onMouseMove(QMouseEvent* event);
     void onMouseRelease(QMouseEvent* event);
     void onWheel(QWheelEvent* event);
+    void showContextMenu(const QPoint& globalPos);
     bool eventFilter(QObject* watched, QEvent* event) override;
 
     QPointer<SnapshotDocument> m_doc;
