@@ -1,12 +1,13 @@
-// memlens::capture::Session. The only translation unit of memlens_capture that includes Torch
-// headers, and only light ones: torch/cuda.h, torch/version.h and, in CUDA builds,
-// torch/csrc/cuda/memory_snapshot.h and (with the CUDA runtime headers) c10's CUDA allocator.
+// memlens::capture::Session. It includes only light Torch headers: torch/cuda.h, torch/version.h
+// and, in CUDA builds, torch/csrc/cuda/memory_snapshot.h and (with the CUDA runtime headers) c10's
+// CUDA allocator. (Watch.cpp, the other translation unit with Torch headers, has the autograd API.)
 #include "memlens/capture/Session.h"
 
 #include "memlens/capture/Nvml.h"
 #include "memlens/capture/Protocol.h"
 #include "memlens/capture/RecorderClient.h"
 #include "memlens/capture/SessionSink.h"
+#include "memlens/capture/Watch.h"
 #include "memlens/model/SessionWriter.h"
 
 #include <torch/cuda.h>
@@ -323,13 +324,19 @@ Session::~Session() {
 
 void Session::step(std::string_view phase) {
     Impl& I = *impl_;
-    std::lock_guard<std::mutex> lock(I.mu);
-    if (I.finished) return;
-    int64_t now = nowUs();
-    int64_t i = ++I.index;
-    I.send({{"t", "iteration"}, {"index", i}, {"phase", std::string(phase)}, {"start_us", I.boundaryUs}, {"end_us", now}});
-    I.boundaryUs = now;
-    I.afterIteration(i);
+    int64_t i = 0;
+    json extra;
+    {
+        std::lock_guard<std::mutex> lock(I.mu);
+        if (I.finished) return;
+        int64_t now = nowUs();
+        i = ++I.index;
+        I.send({{"t", "iteration"}, {"index", i}, {"phase", std::string(phase)}, {"start_us", I.boundaryUs}, {"end_us", now}});
+        I.boundaryUs = now;
+        I.afterIteration(i);
+        extra = I.cfg.agentExtra;
+    }
+    detail::scanAfterStep(*this, i, phase, extra);  // retained graphs of watch()ed roots (Watch.cpp)
 }
 
 void Session::marker(std::string_view name, const json& data) {
@@ -356,6 +363,13 @@ void Session::graphScan(const json& scan, bool partial, std::string_view phase) 
 
 void Session::finish() {
     Impl& I = *impl_;
+    json extra;
+    {
+        std::lock_guard<std::mutex> lock(I.mu);
+        if (I.finished) return;
+        extra = I.cfg.agentExtra;
+    }
+    detail::scanAtExit(*this, extra);  // a last scan of watch()ed roots (Watch.cpp)
     {
         std::lock_guard<std::mutex> lock(I.mu);
         if (I.finished) return;

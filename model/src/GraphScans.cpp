@@ -501,6 +501,19 @@ struct Dag {
     std::vector<std::vector<uint32_t>> out, in;
 };
 
+// Nodes that only view, reshape or copy what they get (a weight's transpose, its half copy under
+// autocast): they fold with the parameter they lead to.
+bool viewLike(const std::string& name) {
+    static const char* const kViews[] = {
+        "TBackward", "ViewBackward", "ReshapeAliasBackward", "UnsafeViewBackward", "ExpandBackward", "PermuteBackward",
+        "TransposeBackward", "ToCopyBackward", "_ToCopyBackward", "SqueezeBackward", "UnsqueezeBackward", "SliceBackward",
+        "SelectBackward", "CloneBackward", "AliasBackward", "AsStridedBackward", "NarrowBackward", "ViewAsRealBackward",
+        "ViewAsComplexBackward", "ConjBackward", "DetachBackward"};
+    for (const char* v : kViews)
+        if (name.rfind(v, 0) == 0) return true;
+    return false;
+}
+
 // Immediate dominators from `root` (Cooper, Harvey, Kennedy); -1 for unreachable nodes.
 std::vector<int32_t> dominators(const Dag& g, uint32_t root) {
     const size_t n = g.out.size();
@@ -598,7 +611,10 @@ FoldedGraph foldGraph(const RetainedGraph& graph, const GraphFoldOptions& option
                 if (nd.isAccumulateGrad()) {
                     p = nd.param;
                 } else if (v != 0 && !full.out[v].empty()) {
-                    p = std::all_of(nd.saved.begin(), nd.saved.end(), [](const SavedTensorInfo& t) { return t.param; });
+                    // a view or copy of a weight, or a node whose saved tensors are all parameters
+                    p = viewLike(nd.name) ||
+                        (graph.savedListed && !nd.saved.empty() &&
+                         std::all_of(nd.saved.begin(), nd.saved.end(), [](const SavedTensorInfo& t) { return t.param; }));
                     for (uint32_t w : full.out[v]) p = p && state[w] == 2 && paramOnly[w];
                 }
                 paramOnly[v] = p;

@@ -185,7 +185,9 @@ std::string describeGrowth(const GroupGrowth& g);
 // ---- Folding one graph for display ------------------------------------------------------------
 
 struct GraphFoldOptions {
-    bool parameters = true;  // fold parameter AccumulateGrad nodes (and pure views to them)
+    // fold parameter AccumulateGrad nodes, with the views and copies on the way to them
+    // (TBackward0, ToCopyBackward0, ...) and nodes whose saved tensors are all parameters
+    bool parameters = true;
     bool repeats = true;     // fold repeated structure
     int minRepeats = 2;      // fold a run of at least this many identical blocks
     int maxPeriod = 16;      // the longest block, in dominator segments
