@@ -5,6 +5,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 
+#include <algorithm>
 #include <cmath>
 
 namespace memlens::gui {
@@ -31,6 +32,7 @@ LoadProgressPanel::LoadProgressPanel(QWidget* parent) : QFrame(parent) {
 void LoadProgressPanel::start(const QString& fileName, int queued) {
     m_file = fileName;
     m_queued = queued;
+    m_bar->setValue(0);
     setProgress(tr("starting"), 0);
     show();
 }
@@ -39,7 +41,16 @@ void LoadProgressPanel::setProgress(const QString& phase, double fraction) {
     QString text = tr("Opening <b>%1</b> — %2 %3%").arg(m_file.toHtmlEscaped(), phase).arg(std::lround(fraction * 100));
     if (m_queued > 0) text += tr(" (%n more file(s) to open)", nullptr, m_queued);
     m_label->setText(text);
-    m_bar->setValue(static_cast<int>(std::lround(fraction * 1000)));
+    // one bar for the whole load: the reader's phases take roughly these shares of the time
+    struct Share {
+        const char* phase;
+        double from, to;
+    };
+    static constexpr Share kShares[] = {{"reading", 0.0, 0.7}, {"building", 0.7, 0.8}, {"rewinding", 0.8, 1.0}};
+    double overall = fraction;
+    for (const Share& s : kShares)
+        if (phase == QLatin1String(s.phase)) overall = s.from + (s.to - s.from) * fraction;
+    m_bar->setValue(std::max(m_bar->value(), static_cast<int>(std::lround(overall * 1000))));
 }
 
 void LoadProgressPanel::finish() { hide(); }
