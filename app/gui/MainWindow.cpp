@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "ErrorBanner.h"
+#include "GraphScansBinding.h"
 #include "ExampleSnapshot.h"
 #include "LoadProgressPanel.h"
 #include "NavigationActions.h"
@@ -214,6 +215,10 @@ void MainWindow::arrangeDefaultLayout() {
     splitDockWidget(blocks, stack, Qt::Horizontal);
     tabifyDockWidget(events, sites);
     tabifyDockWidget(blocks, breakdown);
+    // retained graphs (sessions with graph scans): the list beside the entries, the graph beside the stack
+    tabifyDockWidget(events, dock(QStringLiteral("graphs")));
+    tabifyDockWidget(stack, dock(QStringLiteral("graph")));
+    stack->raise();
     events->raise();
     blocks->raise();
     resizeDocks({timeline, events}, {46, 54}, Qt::Vertical);
@@ -355,6 +360,7 @@ void MainWindow::showDocument(int) {
     updateDevices();
     updateStatus();
     updateTitle();
+    showGraphDocks(dock(QStringLiteral("graphs")), dock(QStringLiteral("graph")), doc, m_docksShown);
 }
 
 void MainWindow::setDocksShown(bool shown) {

@@ -1,8 +1,11 @@
 #include "ViewCatalog.h"
 
+#include "GraphScansBinding.h"
 #include "PlaceholderView.h"
 
 #include "memlens/views/EventsView.h"
+#include "memlens/views/GraphView.h"
+#include "memlens/views/RetainedGraphsView.h"
 #include "memlens/views/SnapshotDocument.h"
 #include "memlens/views/TimelineView.h"
 
@@ -33,6 +36,18 @@ ViewHandle make(QWidget* parent) {
     return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, false};
 }
 
+// The retained-graph views follow the graph scans of the document's session, if it has one.
+template <typename View>
+ViewHandle makeGraphView(QWidget* parent) {
+    auto* v = new View(parent);
+    return {v,
+            [v](views::SnapshotDocument* d) {
+                v->setDocument(d);
+                v->setGraphScans(graphScansFor(d));
+            },
+            false};
+}
+
 [[maybe_unused]] ViewHandle placeholder(const QString& title, const QString& purpose, QWidget* parent) {
     auto* v = new PlaceholderView(title, purpose, parent);
     return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, true};
@@ -48,6 +63,8 @@ QList<ViewInfo> viewCatalog() {
         {QStringLiteral("stack"), QObject::tr("Stack"), QStringLiteral("stackDock")},
         {QStringLiteral("breakdown"), QObject::tr("Memory breakdown"), QStringLiteral("breakdownDock")},
         {QStringLiteral("sites"), QObject::tr("Allocation sites"), QStringLiteral("sitesDock")},
+        {QStringLiteral("graphs"), QObject::tr("Retained graphs"), QStringLiteral("retainedGraphsDock")},
+        {QStringLiteral("graph"), QObject::tr("Graph"), QStringLiteral("graphDock")},
     };
 }
 
@@ -88,6 +105,8 @@ ViewHandle createView(const QString& name, QWidget* parent) {
         return placeholder(QObject::tr("Allocation sites"), QObject::tr("Live memory by the code that allocated it."), parent);
 #endif
     }
+    if (name == QLatin1String("graphs")) return makeGraphView<views::RetainedGraphsView>(parent);
+    if (name == QLatin1String("graph")) return makeGraphView<views::GraphView>(parent);
     return {};
 }
 

@@ -15,7 +15,7 @@ class SnapshotDocument;
 namespace memlens::gui {
 
 struct ViewInfo {
-    QString name;        // "timeline", "blocks", "events", "stack", "breakdown", "sites"
+    QString name;        // "timeline", "blocks", "events", "stack", "breakdown", "sites", "graphs", "graph"
     QString title;       // "Timeline", "Block map", ...
     QString objectName;  // of its dock, for saveState
 };

@@ -85,13 +85,13 @@ private slots:
         m.setScans(s, 3);
         QCOMPARE(m.columnCount(), int(RetainedGraphsModel::ColumnCount));
         QCOMPARE(rows(m), (QStringList{
-                              QStringLiteral("validate.outs[*] | 3 | 1.9 MiB | 9 alive | iteration 3 | +1 graph, +640 KiB per eval iteration since iteration 3"),
-                              QStringLiteral("train.loss | 1 | 4 B | 2 released (backward ran) | iteration 2 | steady: 1 graph since iteration 2"),
-                              QStringLiteral("debug.tmp | 0 (was 1) | \u2014 |  | iteration 4 | gone at iteration 5"),
+                              QStringLiteral("validate.outs[*] | 3 | 1.9 MiB | +1 graph, +640 KiB per eval iteration since iteration 3 | 9 alive | iteration 3"),
+                              QStringLiteral("train.loss | 1 | 4 B | steady: 1 graph since iteration 2 | 2 released (backward ran) | iteration 2"),
+                              QStringLiteral("debug.tmp | 0 (was 1) | \u2014 | gone at iteration 5 |  | iteration 4"),
                           }));
         const QModelIndex outs = m.index(0, 0);
         QCOMPARE(m.rowCount(outs), 3);
-        QCOMPARE(rows(m, outs).first(), QStringLiteral("validate.outs[0] |  | 640 KiB | 3 alive | iteration 3 | 9 nodes"));
+        QCOMPARE(rows(m, outs).first(), QStringLiteral("validate.outs[0] |  | 640 KiB | 9 nodes | 3 alive | iteration 3"));
         QCOMPARE(m.index(0, 0, outs).data(RetainedGraphsModel::GraphRole).toInt(), 0);
         QCOMPARE(outs.data(RetainedGraphsModel::GraphRole).toInt(), -1);  // a group of several
         QCOMPARE(outs.data(RetainedGraphsModel::StatusRole).toString(), QStringLiteral("growing"));
@@ -117,7 +117,7 @@ private slots:
         QCOMPARE(m.index(0, RetainedGraphsModel::GrowthColumn).data().toString(), QStringLiteral("new at iteration 4"));
         QCOMPARE(m.index(0, 0).data(RetainedGraphsModel::StatusRole).toString(), QStringLiteral("new"));
         m.setScans(s, 0);  // iteration 2: only the loss
-        QCOMPARE(rows(m), QStringList{QStringLiteral("train.loss | 1 | 4 B | 2 released (backward ran) | iteration 2 | first scan")});
+        QCOMPARE(rows(m), QStringList{QStringLiteral("train.loss | 1 | 4 B | first scan | 2 released (backward ran) | iteration 2")});
         m.setScans(nullptr, -1);
         QCOMPARE(m.rowCount(), 0);
     }
@@ -130,7 +130,7 @@ private slots:
         m.setScans(s, 3);
         QStringList r = rows(m);
         QCOMPARE(r.size(), 3);
-        QCOMPARE(r.last(), QStringLiteral("debug.tmp | 0 (was 1) | \u2014 |  | iteration 4 | gone at iteration 5"));
+        QCOMPARE(r.last(), QStringLiteral("debug.tmp | 0 (was 1) | \u2014 | gone at iteration 5 |  | iteration 4"));
         QCOMPARE(m.index(2, 0).data(RetainedGraphsModel::StatusRole).toString(), QStringLiteral("gone"));
         QCOMPARE(m.index(2, 0).data(RetainedGraphsModel::GraphRole).toInt(), -1);
     }

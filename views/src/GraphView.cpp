@@ -205,18 +205,19 @@ GraphView::GraphView(QWidget* parent) : QWidget(parent) {
     outer->setContentsMargins(6, 6, 6, 6);
     outer->setSpacing(4);
 
-    auto* top = new QHBoxLayout;
-    top->setSpacing(8);
+    // the root on a line of its own (docks can be narrow), then the folding controls
     m_title = new QLabel(this);
     m_title->setTextFormat(Qt::RichText);
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_title->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    top->addWidget(m_title, 1);
+    outer->addWidget(m_title);
+    auto* top = new QHBoxLayout;
+    top->setSpacing(8);
     m_paramsBox = new QCheckBox(tr("Fold parameters"), this);
     m_paramsBox->setChecked(true);
     m_paramsBox->setToolTip(tr("Fold each parameter's AccumulateGrad node (and the transposes and views on the way to it) "
                                "into the node that uses it"));
-    m_repeatsBox = new QCheckBox(tr("Fold repeated blocks"), this);
+    m_repeatsBox = new QCheckBox(tr("Fold blocks"), this);
     m_repeatsBox->setToolTip(tr("Show one copy of identical consecutive blocks (e.g. transformer layers) with a count; "
                                 "on by itself for graphs of more than %1 nodes").arg(kAutoRepeatNodes));
     m_fit = new QToolButton(this);
@@ -224,6 +225,7 @@ GraphView::GraphView(QWidget* parent) : QWidget(parent) {
     m_fit->setToolTip(tr("Show the whole graph (Ctrl+wheel zooms, drag pans)"));
     top->addWidget(m_paramsBox);
     top->addWidget(m_repeatsBox);
+    top->addStretch(1);
     top->addWidget(m_fit);
     outer->addLayout(top);
     m_info = new QLabel(this);

@@ -88,8 +88,8 @@ RetainedGraphsView::RetainedGraphsView(QWidget* parent) : QWidget(parent) {
     m_tree->setColumnWidth(RetainedGraphsModel::RootColumn, 260);
     m_tree->setColumnWidth(RetainedGraphsModel::GraphsColumn, 70);
     m_tree->setColumnWidth(RetainedGraphsModel::RetainedColumn, 80);
+    m_tree->setColumnWidth(RetainedGraphsModel::GrowthColumn, 300);
     m_tree->setColumnWidth(RetainedGraphsModel::SavedColumn, 150);
-    m_tree->setColumnWidth(RetainedGraphsModel::FirstSeenColumn, 90);
     v->addWidget(m_tree, 1);
     m_pages->addWidget(page);
 
@@ -165,9 +165,9 @@ void RetainedGraphsView::scanChanged() {
     }
     m_updating = false;
     // the first columns as wide as their text (within reason); growth gets the rest
-    for (int c = RetainedGraphsModel::RootColumn; c < RetainedGraphsModel::GrowthColumn; ++c) {
+    for (int c = RetainedGraphsModel::RootColumn; c < RetainedGraphsModel::ColumnCount - 1; ++c) {
         m_tree->resizeColumnToContents(c);
-        const int cap = c == RetainedGraphsModel::RootColumn ? 360 : 200;
+        const int cap = c == RetainedGraphsModel::RootColumn ? 300 : c == RetainedGraphsModel::GrowthColumn ? 420 : 200;
         if (m_tree->columnWidth(c) > cap) m_tree->setColumnWidth(c, cap);
     }
 

@@ -7,6 +7,7 @@
 // saved tensor there selects its block in the block map and its allocation in the timeline.
 #include "memlens/model/GraphScans.h"
 #include "memlens/views/GraphLayoutWorker.h"
+#include "memlens/views/GraphScansDocument.h"
 
 #include <QPointer>
 #include <QWidget>

@@ -14,7 +14,8 @@ namespace memlens::views {
 class RetainedGraphsModel : public QAbstractItemModel {
     Q_OBJECT
 public:
-    enum Column { RootColumn, GraphsColumn, RetainedColumn, SavedColumn, FirstSeenColumn, GrowthColumn, ColumnCount };
+    // growth early: in a narrow dock it is the column that matters after the bytes
+    enum Column { RootColumn, GraphsColumn, RetainedColumn, GrowthColumn, SavedColumn, FirstSeenColumn, ColumnCount };
     enum Role {
         SortRole = Qt::UserRole + 1,  // numbers for numeric columns, text otherwise
         GraphRole,                    // index of the graph in the scan (-1 for a group of several)

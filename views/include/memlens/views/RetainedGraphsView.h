@@ -4,6 +4,8 @@
 // iteration each group first appeared and how it grows ("+1 graph, +640 KiB per eval iteration
 // since iteration 4"). A slider steps through the scans (iterations); selecting a root shows its
 // graph in the Graph view.
+#include "memlens/views/GraphScansDocument.h"
+
 #include <QPointer>
 #include <QWidget>
 

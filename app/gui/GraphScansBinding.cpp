@@ -1,0 +1,114 @@
+#include "GraphScansBinding.h"
+
+#include "memlens/model/SessionFile.h"
+#include "memlens/views/GraphScansDocument.h"
+#include "memlens/views/SnapshotDocument.h"
+
+#include <QDockWidget>
+#include <QFile>
+#include <QMainWindow>
+#include <QPointer>
+
+// The window's session support (SessionState: the session behind a document, and the selected
+// iteration), where it is built in.
+#if __has_include("SessionLoader.h")
+#include "SessionLoader.h"
+#define MEMLENS_HAVE_SESSION_STATE 1
+#endif
+
+namespace memlens::gui {
+
+namespace {
+
+const QString kName = QStringLiteral("graphScans");
+
+bool looksLikeSession(const QString& path) {
+    if (path.endsWith(QStringLiteral(".memlens"), Qt::CaseInsensitive)) return true;
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) && f.read(16) == QByteArray("SQLite format 3\0", 16);
+}
+
+// The scans and iterations of DOC's session; null when DOC is not a session.
+std::shared_ptr<const model::GraphScans> readScans(views::SnapshotDocument* doc, int64_t* iteration) {
+#ifdef MEMLENS_HAVE_SESSION_STATE
+    if (SessionState* s = SessionState::of(doc)) {
+        *iteration = s->iteration();
+        return std::make_shared<const model::GraphScans>(
+            model::GraphScans::fromStored(s->file().graphScans(), s->file().iterations()));
+    }
+#endif
+    *iteration = 0;
+    if (!looksLikeSession(doc->path())) return nullptr;
+    try {
+        return views::GraphScansDocument::load(doc->path());
+    } catch (const std::exception&) {
+        return nullptr;  // not a session after all, or damaged: the window says so when it opens it
+    }
+}
+
+size_t storedScans(views::SnapshotDocument* doc) {
+#ifdef MEMLENS_HAVE_SESSION_STATE
+    if (SessionState* s = SessionState::of(doc)) return s->file().graphScans().size();
+#endif
+    (void)doc;
+    return 0;
+}
+
+} // namespace
+
+views::GraphScansDocument* graphScansFor(views::SnapshotDocument* doc) {
+    if (!doc) return nullptr;
+    if (auto* existing = doc->findChild<views::GraphScansDocument*>(kName, Qt::FindDirectChildrenOnly)) return existing;
+    if (doc->property("memlensNoGraphScans").toBool()) return nullptr;
+    int64_t iteration = 0;
+    auto scans = readScans(doc, &iteration);
+    if (!scans) {
+        doc->setProperty("memlensNoGraphScans", true);  // not a session: not asked again
+        return nullptr;
+    }
+    auto* g = new views::GraphScansDocument(std::move(scans), doc->path(), doc);
+    g->setObjectName(kName);
+    if (iteration > 0) g->setCurrentIteration(iteration);
+    return g;
+}
+
+bool hasGraphScans(views::SnapshotDocument* doc) {
+    views::GraphScansDocument* g = graphScansFor(doc);
+    return g && g->scanCount() > 0;
+}
+
+void syncGraphScans(views::SnapshotDocument* doc) {
+    views::GraphScansDocument* g = doc ? doc->findChild<views::GraphScansDocument*>(kName, Qt::FindDirectChildrenOnly) : nullptr;
+    if (!g) return;
+    int64_t iteration = 0;
+    if (storedScans(doc) != static_cast<size_t>(g->scanCount()))
+        if (auto scans = readScans(doc, &iteration)) g->setScans(std::move(scans));
+#ifdef MEMLENS_HAVE_SESSION_STATE
+    if (SessionState* s = SessionState::of(doc)) iteration = s->iteration();
+#endif
+    if (iteration > 0) g->setCurrentIteration(iteration);
+}
+
+void showGraphDocks(QDockWidget* graphs, QDockWidget* graph, views::SnapshotDocument* doc, bool docksShown) {
+    if (!docksShown || !graphs || !graph) return;
+    const bool show = hasGraphScans(doc);
+    graphs->setVisible(show);
+    graph->setVisible(show);
+    // in front the first time a session with retained graphs is shown
+    if (show && !doc->property("memlensGraphDocksRaised").toBool()) {
+        doc->setProperty("memlensGraphDocksRaised", true);
+        const auto* g = graphScansFor(doc);
+        const auto* last = g ? g->currentScanData() : nullptr;
+        if (last && !last->graphs.empty()) {
+            graphs->raise();
+            graph->raise();
+            // the graph beside the stack: wider than the stack needs
+            if (auto* window = qobject_cast<QMainWindow*>(graph->parentWidget()); window && !graph->isFloating()) {
+                const int w = window->width();
+                window->resizeDocks({graphs, graph}, {w * 38 / 100, w * 34 / 100}, Qt::Horizontal);
+            }
+        }
+    }
+}
+
+} // namespace memlens::gui
