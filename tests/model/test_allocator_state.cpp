@@ -1,5 +1,6 @@
 // Allocator state at any entry: synthetic traces with states worked out by hand, expandable
 // segments, traces that start mid-stream, and checkpoints against plain rewinding on real files.
+#include "RealSnapshots.h"
 #include "Synthetic.h"
 
 #include "memlens/model/AllocatorState.h"
@@ -122,15 +123,6 @@ TEST(AllocatorState, ExpandableSegmentsMapAndUnmap) {
 }
 
 namespace {
-std::vector<std::filesystem::path> realSnapshots() {
-    std::vector<std::filesystem::path> out;
-    std::filesystem::path dir(MEMLENS_SNAPSHOTS_DIR);
-    if (!std::filesystem::is_directory(dir)) return out;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-        if (e.path().extension() == ".pickle" || e.path().extension() == ".pkl") out.push_back(e.path());
-    std::sort(out.begin(), out.end());
-    return out;
-}
 
 std::vector<std::string> fullLayout(const DeviceState& st) {
     std::vector<std::string> out;

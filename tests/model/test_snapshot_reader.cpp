@@ -1,4 +1,5 @@
 // The snapshot reader on synthetic files of every layout, and on the real snapshots.
+#include "RealSnapshots.h"
 #include "Synthetic.h"
 
 #include "memlens/model/ParseError.h"
@@ -199,18 +200,6 @@ TEST(SnapshotReader, InvariantViolationsAreWarningsNotErrors) {
     ASSERT_EQ(s.warnings.size(), 1u);
     EXPECT_NE(s.warnings[0].find("block sizes add up to 512, total_size is 4096"), std::string::npos);
 }
-
-namespace {
-std::vector<std::filesystem::path> realSnapshots() {
-    std::vector<std::filesystem::path> out;
-    std::filesystem::path dir(MEMLENS_SNAPSHOTS_DIR);
-    if (!std::filesystem::is_directory(dir)) return out;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-        if (e.path().extension() == ".pickle" || e.path().extension() == ".pkl") out.push_back(e.path());
-    std::sort(out.begin(), out.end());
-    return out;
-}
-} // namespace
 
 TEST(SnapshotReader, EveryRealSnapshotLoadsAndKeepsItsInvariants) {
     auto files = realSnapshots();
