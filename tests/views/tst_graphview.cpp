@@ -6,6 +6,8 @@
 #include "GraphFixture.h"
 #include "TraceFixture.h"
 
+#include "memlens/views/BlockMapCanvas.h"
+#include "memlens/views/BlockMapView.h"
 #include "memlens/views/GraphLayoutWorker.h"
 #include "memlens/views/GraphScansDocument.h"
 #include "memlens/views/GraphView.h"
@@ -273,6 +275,8 @@ private slots:
         g.nodes = 1;
         GraphView v;
         v.setDocument(doc.get());
+        BlockMapView blocks;
+        blocks.setDocument(doc.get());
         v.setGraph(std::make_shared<const RetainedGraph>(g));
         QVERIFY(waitLaidOut(v));
         v.selectNode(0);
@@ -288,6 +292,8 @@ private slots:
         QCOMPARE(allocation.count(), 1);
         QCOMPARE(doc->selectedStack(), doc->deviceData().trace.stack[7]);
         QCOMPARE(doc->currentEvent(), int64_t(7));
+        QCOMPARE(doc->selectedAddress(), std::optional<uint64_t>(slot(1)));
+        QCOMPARE(blocks.canvas()->selectedAddress(), std::optional<uint64_t>(slot(1)));  // the block map outlines it
         QCOMPARE(current.count(), 1);
         QCOMPARE(block.count(), 1);
         QCOMPARE(block.at(0).at(0).toULongLong(), quint64(slot(1)));

@@ -127,7 +127,7 @@ void BlockMapView::setDocument(SnapshotDocument* doc) {
         connect(m_doc, &SnapshotDocument::deviceChanged, this, &BlockMapView::deviceChanged);
         connect(m_doc, &SnapshotDocument::currentEventChanged, this, &BlockMapView::refresh);
         connect(m_doc, &SnapshotDocument::allocationSelected, this, [this] {
-            if (!m_selecting) m_canvas->setSelectedAddress(std::nullopt);
+            if (!m_selecting) m_canvas->setSelectedAddress(m_doc->selectedAddress());  // e.g. a saved tensor's block
         });
         connect(m_doc, &QObject::destroyed, this, [this] { setDocument(nullptr); });
     }
@@ -225,7 +225,7 @@ void BlockMapView::blockClicked(uint32_t segment, uint32_t block) {
     m_canvas->setSelectedAddress(b.address);
     if (b.kind == model::StateBlockKind::Free) return;
     m_selecting = true;
-    m_doc->selectAllocation(b.stack, blockSummary(b));
+    m_doc->selectAllocation(b.stack, blockSummary(b), b.address);
     m_selecting = false;
     if (b.allocIndex >= 0) m_doc->setCurrentEvent(b.allocIndex);
 }

@@ -694,7 +694,7 @@ bool GraphView::activateSavedTensor(const model::SavedTensorInfo& t) {
         setStatus(tr("%1 at %2 is in no allocated block of this snapshot (device %3).").arg(qs(t.name), hex(ptr)).arg(m_doc->device()));
         return false;
     }
-    m_doc->selectAllocation(block->stack, blockSummary(*block));
+    m_doc->selectAllocation(block->stack, blockSummary(*block), block->address);
     if (block->allocIndex >= 0) m_doc->setCurrentEvent(block->allocIndex);
     setStatus(tr("%1: block at %2 (%3)%4")
                   .arg(qs(t.name), hex(block->address), bytes(block->size))

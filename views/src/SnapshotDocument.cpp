@@ -114,9 +114,10 @@ void SnapshotDocument::resetSelection() {
     emit selectionChanged();
 }
 
-void SnapshotDocument::selectAllocation(model::StackId stack, const QString& description) {
+void SnapshotDocument::selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address) {
     m_selectedStack = stack;
     m_selectedDescription = description;
+    m_selectedAddress = address;
     emit allocationSelected(stack, description);
 }
 

@@ -29,6 +29,7 @@ public:
 
     // The block drawn as selected, by address (it stays selected while the state changes).
     void setSelectedAddress(std::optional<uint64_t> address);
+    std::optional<uint64_t> selectedAddress() const { return m_selectedAddress; }
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

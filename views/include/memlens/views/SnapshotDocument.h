@@ -52,6 +52,9 @@ public:
     // and a one-line description. The stack view shows it.
     model::StackId selectedStack() const { return m_selectedStack; }
     QString selectedDescription() const { return m_selectedDescription; }
+    // The address of the selected allocation's block, when the selection named one (the block map
+    // outlines it).
+    std::optional<uint64_t> selectedAddress() const { return m_selectedAddress; }
 
 public slots:
     void setDevice(int device);
@@ -59,7 +62,7 @@ public slots:
     void setSelection(int64_t first, int64_t last);
     void back();
     void resetSelection();
-    void selectAllocation(model::StackId stack, const QString& description);
+    void selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address = std::nullopt);
 
 signals:
     void deviceChanged(int device);
@@ -74,6 +77,7 @@ private:
     QVector<std::pair<int64_t, int64_t>> m_selections;
     model::StackId m_selectedStack = 0;
     QString m_selectedDescription;
+    std::optional<uint64_t> m_selectedAddress;
     mutable std::optional<model::DeviceState> m_state;
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;
