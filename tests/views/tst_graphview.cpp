@@ -14,6 +14,7 @@
 #include "memlens/views/RetainedGraphsView.h"
 
 #include <QCheckBox>
+#include <QElapsedTimer>
 #include <QGraphicsScene>
 #include <QGraphicsView>
 #include <QSignalSpy>
@@ -355,6 +356,63 @@ private slots:
         QVERIFY(w.layoutsRun() >= 3);
         QCOMPARE(w.graphvizThreads(), 1);
         // and it is not the GUI thread: the layouts arrived while the event loop ran
+    }
+
+    void bigGraphsStillLayOut() {
+        // 45 residual blocks with their parameters shown and nothing folded: 947 nodes
+        RetainedGraph g;
+        g.root = "big";
+        auto add = [&](const char* name) {
+            memlens::model::GraphNodeInfo n;
+            n.name = name;
+            g.nodesList.push_back(n);
+            return uint32_t(g.nodesList.size() - 1);
+        };
+        auto param = [&](uint32_t user) {
+            memlens::model::GraphNodeInfo n;
+            n.name = "torch::autograd::AccumulateGrad";
+            n.param = true;
+            g.nodesList.push_back(n);
+            g.edges.emplace_back(user, uint32_t(g.nodesList.size() - 1));
+        };
+        uint32_t prev = add("SumBackward0");
+        uint32_t lastNorm = prev;
+        for (int b = 0; b < 45; ++b) {
+            const uint32_t a = add("AddBackward0");  // the residual stream: from the block above
+            g.edges.emplace_back(prev, a);
+            if (lastNorm != prev) g.edges.emplace_back(lastNorm, a);
+            uint32_t x = a;
+            for (const char* op : {"AddmmBackward0", "GeluBackward0", "AddmmBackward0", "NativeLayerNormBackward0"}) {
+                const uint32_t n = add(op);
+                g.edges.emplace_back(x, n);
+                for (int p = 0; p < 4; ++p) param(n);
+                x = n;
+            }
+            prev = a;
+            lastNorm = x;
+        }
+        const uint32_t end = add("EmbeddingBackward0");
+        g.edges.emplace_back(prev, end);
+        g.edges.emplace_back(lastNorm, end);
+        g.nodes = int64_t(g.nodesList.size());
+        QCOMPARE(g.nodesList.size(), size_t(2 + 45 * 21));
+        GraphView v;
+        v.setFoldParameters(false);
+        v.setFoldRepeats(false);
+        QElapsedTimer t;
+        t.start();
+        v.setGraph(std::make_shared<const RetainedGraph>(g));
+        QVERIFY(waitLaidOut(v));
+        qInfo("%zu nodes laid out in %lld ms", g.nodesList.size(), static_cast<long long>(t.elapsed()));
+        QVERIFY(v.layoutResult()->ok);
+        QVERIFY(overlaps(*v.layoutResult()).isEmpty());
+        const QString why = checkPlaced(v.folded(), *v.layoutResult());
+        QVERIFY2(why.isEmpty(), qPrintable(why));
+        // folded, the same graph is a handful of nodes
+        v.setFoldParameters(true);
+        v.setFoldRepeats(true);
+        QVERIFY(waitLaidOut(v));
+        QVERIFY(v.folded().nodes.size() < 12);
     }
 
     void workerDirectly() {
