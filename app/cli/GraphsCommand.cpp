@@ -32,11 +32,11 @@ const char* const kGraphFields[] = {
     "retained_bytes", "device",
     "saved_tensors_released", "saved_parameter_tensors", "exclusive_bytes", "backward_ran", "unreachable",
     "pattern", "first_seen", "root_shape", "root_dtype", "root_device", "root_grad_fn", "roots", "signature",
-    "truncated"};
+    "truncated", "saved_listed"};
 const char* const kDetailFields[] = {"nodes_list", "edges", "storages"};
 // Scan-level extras after the contract's fields.
 const char* const kScanFields[] = {"trigger", "partial_reason", "hook_detection", "scan_us", "total_retained_bytes",
-                                   "torch", "skipped_before"};
+                                   "torch", "skipped_before", "walker", "saved_tensors_note"};
 
 Json scanJson(const model::GraphScan& s, bool detail) {
     Json out;
@@ -98,6 +98,7 @@ void printText(const Json& scans) {
                   << model::formatBytes(total) << " retained";
         if (field<bool>(s, "partial", false)) std::cout << " (partial: " << field<std::string>(s, "partial_reason", "") << ")";
         std::cout << "\n";
+        if (s.contains("saved_tensors_note")) std::cout << "  (" << field<std::string>(s, "saved_tensors_note", "") << ")\n";
         // Graphs that share a referrer pattern (validate.kept_outputs[*]) are listed as one line
         // from three on.
         std::map<std::string, std::vector<const Json*>> perPattern;
@@ -121,7 +122,8 @@ void printText(const Json& scans) {
                     if (f >= 0 && (since < 0 || f < since)) since = f;
                 }
                 std::cout << "  " << model::formatBytes(bytes) << "  " << members.size() << " graphs like " << p << ": ";
-                if (ran == static_cast<int64_t>(members.size())) std::cout << "backward ran on all (saved tensors released)";
+                if (!field<bool>(*members.front(), "saved_listed", true)) std::cout << "saved tensors not listed";
+                else if (ran == static_cast<int64_t>(members.size())) std::cout << "backward ran on all (saved tensors released)";
                 else std::cout << alive << " saved tensors alive";
                 if (hooked) std::cout << ", " << hooked << " hooked";
                 if (since >= 0) std::cout << ", since iteration " << since;
@@ -134,7 +136,8 @@ void printText(const Json& scans) {
                 int64_t hooked = field<int64_t>(g, "hooked_saved_tensors", 0);
                 std::cout << "  " << model::formatBytes(field<uint64_t>(g, "retained_bytes", 0)) << "  "
                           << field<std::string>(g, "root", "?") << ": " << field<int64_t>(g, "nodes", 0) << " nodes, ";
-                if (field<bool>(g, "backward_ran", false)) std::cout << "backward ran (saved tensors released)";
+                if (!field<bool>(g, "saved_listed", true)) std::cout << "saved tensors not listed";
+                else if (field<bool>(g, "backward_ran", false)) std::cout << "backward ran (saved tensors released)";
                 else std::cout << alive << " saved tensor" << (alive == 1 ? "" : "s") << " alive";
                 if (hooked) std::cout << ", " << hooked << " hooked";
                 if (field<bool>(g, "unreachable", false)) std::cout << ", only a reference cycle keeps it";

@@ -5,10 +5,12 @@
 //   memlens-capture-example [--steps N] [--eval N] [--epochs N] [--out FILE] [--exit CODE]
 //                           [--leak] [--oom] [--markers] [--scan]
 //
-// --leak keeps every loss (and its graph) alive, as `losses.append(loss)` does; --oom allocates
+// --leak keeps every loss (and its graph) alive, as `losses.append(loss)` does, and names each
+// with memlens::capture::watch so that the session's graph scans show them; --oom allocates
 // 1 GiB blocks on the GPU until it runs out of memory (at most 4096), catches the error, frees
 // them and goes on.
 #include "memlens/capture/Session.h"
+#include "memlens/capture/Watch.h"
 
 #include <torch/torch.h>
 
@@ -60,7 +62,10 @@ int main(int argc, char** argv) {
             auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
             loss.backward();
             opt.step();
-            if (leak) losses.push_back(loss);  // keeps the graph of every step alive
+            if (leak) {
+                losses.push_back(loss);  // keeps the graph of every step alive
+                memlens::capture::watch(losses.back(), "losses[" + std::to_string(losses.size() - 1) + "]");
+            }
             if (markers && s == steps / 2) capture.marker("halfway", {{"epoch", e}, {"loss", loss.item<double>()}});
             capture.step("train");
         }

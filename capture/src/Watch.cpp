@@ -305,7 +305,11 @@ json scanWatched(int64_t iteration, std::string_view phase, std::string_view tri
             if (n >= kMaxDetailNodes) continue;
             json d = {{"name", name}, {"saved", json::array()}};
             json outputs = json::array();
-            for (uint32_t i = 0; i < node->num_inputs(); ++i) outputs.push_back(metadataJson(node->input_metadata(i)));
+            for (uint32_t i = 0; i < node->num_inputs(); ++i) {
+                json o = metadataJson(node->input_metadata(i));
+                o["name"] = "output[" + std::to_string(i) + "]";
+                outputs.push_back(std::move(o));
+            }
             if (!outputs.empty()) d["outputs"] = std::move(outputs);
             if (auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(node)) {
                 if (acc->variable.defined()) {

@@ -641,7 +641,11 @@ void GraphView::fillTensorList() {
             add(s, state, static_cast<int>(c));
         }
         if (nd.variable) add(*nd.variable, nd.param ? tr("parameter") : tr("leaf"), static_cast<int>(c));
-        for (const auto& o : nd.outputs) add(o, tr("output"), static_cast<int>(c));
+        for (size_t i = 0; i < nd.outputs.size(); ++i) {
+            model::SavedTensorInfo o = nd.outputs[i];
+            if (o.name.empty()) o.name = "output[" + std::to_string(i) + "]";
+            add(o, tr("output"), static_cast<int>(c));
+        }
     }
     for (uint32_t p : n.parameterNodes) {
         const auto& v = m_graph->nodesList[p].variable;
