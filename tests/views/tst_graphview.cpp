@@ -75,6 +75,7 @@ QString checkPlaced(const memlens::model::FoldedGraph& f, const GraphLayoutResul
 void shoot(QWidget& w, const QString& name) {
     const QString dir = graphfixture::screenshotDir();
     if (dir.isEmpty()) return;
+    QTest::qWait(50);  // let scroll bars and layouts settle as on screen
     QVERIFY(w.grab().save(dir + QLatin1Char('/') + name));
 }
 

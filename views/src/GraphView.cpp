@@ -182,6 +182,7 @@ QPolygonF arrowHead(QPointF from, QPointF tip) {
 class GraphicsView : public QGraphicsView {
 public:
     using QGraphicsView::QGraphicsView;
+    bool userZoomed = false;  // the fit follows the view's size until the user zooms
 
 protected:
     void wheelEvent(QWheelEvent* e) override {
@@ -191,6 +192,7 @@ protected:
             if (s < 0.05 || s > 4) return;
             setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
             scale(f, f);
+            userZoomed = true;
             e->accept();
             return;
         }
@@ -587,6 +589,7 @@ void GraphView::buildScene() {
 
 void GraphView::fitToView() {
     if (!m_layout || !m_layout->ok) return;
+    static_cast<GraphicsView*>(m_view)->userZoomed = false;
     const QRectF r = m_scene->sceneRect();
     m_view->resetTransform();
     const QSize vp = m_view->viewport()->size();
@@ -623,12 +626,16 @@ void GraphView::fillTensorList() {
     auto add = [&](const model::SavedTensorInfo& s, const QString& state, int copy) {
         QString name = qs(s.name);
         if (copies) name = tr("block %1: %2").arg(copy + 1).arg(name);
+        const bool knownBytes = (s.inspected || s.bytes) && !s.modifiedInPlace;
         auto* item = new QTreeWidgetItem(m_tensors, {name, state, shapeOf(s), qs(s.dtype), qs(s.device),
-                                                     s.inspected || s.bytes ? bytes(s.bytes) : QString(), s.ptr ? hex(*s.ptr) : QString()});
+                                                     knownBytes ? bytes(s.bytes) : QString(), s.ptr ? hex(*s.ptr) : QString()});
+        if (s.modifiedInPlace)
+            item->setToolTip(1, tr("Modified in place after it was saved (a weight after optimizer.step(), say): still held, "
+                                   "its bytes are not counted"));
         item->setTextAlignment(5, Qt::AlignRight | Qt::AlignVCenter);
         if (s.state != model::SavedState::Alive || s.param) item->setForeground(0, m_tensors->palette().color(QPalette::Disabled, QPalette::Text));
         if (s.ptr && s.isCuda()) item->setToolTip(0, tr("Click to select its block and allocation"));
-        if (!s.note.empty()) item->setToolTip(1, qs(s.note));
+        if (!s.note.empty() && !s.modifiedInPlace) item->setToolTip(1, qs(s.note));
         m_listed.push_back(s);
     };
     for (size_t c = 0; c < n.members.size(); ++c) {
@@ -637,7 +644,7 @@ void GraphView::fillTensorList() {
             QString state = qs(model::savedStateName(s.state));
             if (s.param) state = tr("parameter");
             else if (s.attribute) state += tr(" (ctx)");
-            if (s.modifiedInPlace) state += tr(" (modified)");
+            if (s.modifiedInPlace) state = tr("modified");
             add(s, state, static_cast<int>(c));
         }
         if (nd.variable) add(*nd.variable, nd.param ? tr("parameter") : tr("leaf"), static_cast<int>(c));
@@ -712,6 +719,8 @@ bool GraphView::eventFilter(QObject* watched, QEvent* event) {
         fitToView();
         return true;
     }
+    if (watched == m_view->viewport() && event->type() == QEvent::Resize && !static_cast<GraphicsView*>(m_view)->userZoomed)
+        fitToView();
     return QWidget::eventFilter(watched, event);
 }
 
