@@ -156,6 +156,10 @@ private slots:
         QCOMPARE(doc.selectedGraph(), -1);
         doc.setCurrentIteration(1);  // before the first scan: the first
         QCOMPARE(doc.currentScan(), 0);
+        doc.setCurrentIteration(5);  // the group is back: the root picked last
+        QCOMPARE(doc.selectedGraphData()->root, std::string("validate.outs[1]"));
+        doc.setCurrentIteration(3);
+        QCOMPARE(doc.selectedGraphData()->root, std::string("validate.outs[0]"));
         doc.setCurrentScan(99);
         QCOMPARE(doc.currentScan(), 3);
         doc.selectGraph(42);

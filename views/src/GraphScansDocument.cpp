@@ -48,18 +48,15 @@ void GraphScansDocument::setCurrentScan(int scan) {
     if (scanCount() == 0) return;
     scan = std::clamp(scan, 0, scanCount() - 1);
     if (scan == m_current) return;
-    // keep the selected root (or one of its group) across scans
-    QString root, pattern;
-    if (const auto* g = selectedGraphData()) {
-        root = QString::fromStdString(g->root);
-        pattern = QString::fromStdString(g->pattern);
-    }
+    // keep the root the user picked (or one of its group) across scans, also across scans
+    // without it; with nothing picked, the largest
     m_current = scan;
-    const int graph = root.isEmpty() ? -1 : findGraph(scan, root, pattern);
-    const bool graphChanged = graph != m_graph || !root.isEmpty();
+    int graph = -1;
+    if (!m_wantRoot.isEmpty()) graph = findGraph(scan, m_wantRoot, m_wantPattern);
+    else if (const auto* s = currentScanData(); s && !s->graphs.empty()) graph = 0;
     m_graph = graph;
     emit currentScanChanged(scan);
-    if (graphChanged) emit graphSelected(m_graph);
+    emit graphSelected(m_graph);  // another scan: another graph object, even at the same index
 }
 
 void GraphScansDocument::setCurrentIteration(int64_t iteration) {
@@ -72,6 +69,9 @@ void GraphScansDocument::selectGraph(int graph) {
     if (!s || graph < -1 || graph >= static_cast<int>(s->graphs.size())) graph = -1;
     if (graph == m_graph) return;
     m_graph = graph;
+    const auto* g = selectedGraphData();
+    m_wantRoot = g ? QString::fromStdString(g->root) : QString();
+    m_wantPattern = g ? QString::fromStdString(g->pattern) : QString();
     emit graphSelected(graph);
 }
 
@@ -85,8 +85,9 @@ void GraphScansDocument::setScans(std::shared_ptr<const model::GraphScans> scans
     }
     m_scans = std::move(scans);
     m_current = followNewest ? scanCount() - 1 : std::min(m_current, scanCount() - 1);
-    m_graph = root.isEmpty() ? -1 : findGraph(m_current, root, pattern);
-    if (m_graph < 0 && root.isEmpty() && currentScanData() && !currentScanData()->graphs.empty()) m_graph = 0;
+    if (!m_wantRoot.isEmpty()) m_graph = findGraph(m_current, m_wantRoot, m_wantPattern);
+    else m_graph = root.isEmpty() ? -1 : findGraph(m_current, root, pattern);
+    if (m_graph < 0 && m_wantRoot.isEmpty() && currentScanData() && !currentScanData()->graphs.empty()) m_graph = 0;
     emit scansChanged();
     emit currentScanChanged(m_current);
     emit graphSelected(m_graph);

@@ -57,6 +57,7 @@ private:
     QString m_path;
     int m_current = -1;
     int m_graph = -1;
+    QString m_wantRoot, m_wantPattern;  // the root the user picked last
 };
 
 } // namespace memlens::views
