@@ -471,6 +471,10 @@ private slots:
         shoot(graph, QStringLiteral("graph.png"));
         doc.selectGraph(4);  // __main__.loss: a skeleton graph, its saved tensors released
         QCOMPARE(graph.graph()->root, std::string("__main__.loss"));
+        // the graph shown stays (inert) while the next one is laid out: no placeholder flashes
+        QVERIFY(graph.isLayingOut());
+        QVERIFY(graph.placeholderText().isEmpty());
+        QVERIFY(!graph.graphicsView()->isInteractive());
         QVERIFY(graph.graph()->backwardRan);
         QVERIFY(waitLaidOut(graph));
         shoot(graph, QStringLiteral("graph-skeleton.png"));

@@ -22,6 +22,7 @@
 #include <QStackedWidget>
 #include <QStyleOptionGraphicsItem>
 #include <QToolButton>
+#include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <QWheelEvent>
@@ -439,8 +440,14 @@ void GraphView::rebuild() {
     auto& worker = GraphLayoutWorker::instance();
     worker.cancel(this);
     m_pendingGeneration = 0;
-    m_scene->clear();
-    m_nodeItems.clear();
+    // the graph shown stays (inert) while the next one is laid out, unless that takes a while:
+    // stepping through scans does not flash a placeholder
+    const bool showing = m_pages->currentWidget() == m_split;
+    auto clearScene = [this] {
+        m_scene->clear();
+        m_nodeItems.clear();
+    };
+    m_view->setInteractive(false);
     m_layout.reset();
     m_folded = {};
     m_listed.clear();
@@ -448,6 +455,7 @@ void GraphView::rebuild() {
     m_nodeTitle->clear();
     setStatus({});
     if (!m_graph) {
+        clearScene();
         m_title->setText(tr("<b>Graph</b>"));
         m_info->clear();
         showPlaceholder(m_scans ? tr("Select a root in the Retained graphs panel to see its autograd graph.")
@@ -460,6 +468,7 @@ void GraphView::rebuild() {
                          .arg(g.nodes));
     m_title->setToolTip(qs(g.root));
     if (!g.hasDetail()) {
+        clearScene();
         m_info->clear();
         showPlaceholder(g.detailOmitted ? tr("The scan left out the nodes of this graph: it keeps detail for the 50 largest graphs and "
                                              "the first of each kind. Select a larger root, or the first root of this group.")
@@ -490,6 +499,7 @@ void GraphView::rebuild() {
     m_info->setText(info);
 
     if (m_folded.nodes.size() > static_cast<size_t>(kMaxLayoutNodes)) {
+        clearScene();
         showPlaceholder(tr("%1 nodes after folding: too many to lay out.%2")
                             .arg(m_folded.nodes.size())
                             .arg(repeats ? QString() : tr("\nTry folding repeated blocks.")));
@@ -514,9 +524,19 @@ void GraphView::rebuild() {
         c.label = qs(r.label);
         input->clusters.push_back(std::move(c));
     }
-    showPlaceholder(tr("Laying out %1 nodes\u2026").arg(m_folded.nodes.size()));
+    const QString waiting = tr("Laying out %1 nodes\u2026").arg(m_folded.nodes.size());
     m_pendingGeneration = worker.request(this, std::move(input), [this](quint64 gen, std::shared_ptr<const GraphLayoutResult> r) {
         layoutArrived(gen, std::move(r));
+    });
+    if (!showing) {
+        clearScene();
+        showPlaceholder(waiting);
+        return;
+    }
+    QTimer::singleShot(250, this, [this, gen = m_pendingGeneration, waiting, clearScene] {
+        if (m_pendingGeneration != gen) return;
+        clearScene();
+        showPlaceholder(waiting);
     });
 }
 
@@ -524,7 +544,10 @@ void GraphView::layoutArrived(quint64 generation, std::shared_ptr<const GraphLay
     if (generation != m_pendingGeneration) return;
     m_pendingGeneration = 0;
     m_layout = std::move(result);
+    m_view->setInteractive(true);
     if (!m_layout->ok) {
+        m_scene->clear();
+        m_nodeItems.clear();
         showPlaceholder(m_layout->error);
         emit layoutFinished();
         return;
