@@ -8,28 +8,134 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace memlens::model {
 
 namespace {
-constexpr size_t kChunk = 4 << 20;
+constexpr size_t kChunk = 2 << 20;   // bytes read at once
+constexpr size_t kHead = 64 << 10;   // room before a chunk for the unread tail of the previous one
+constexpr size_t kBuffer = kHead + kChunk;
 }
 
-ByteReader::ByteReader(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw ParseError(ParseError::kNoOffset, std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+// Reads the file on a second thread, one chunk ahead of the parser: the kernel's copy of the
+// next chunk overlaps with parsing the current one instead of adding to the load time. Two
+// buffers circulate: the one being parsed and the one being filled (or waiting to be parsed).
+class ByteReader::ReadAhead {
+public:
+    using Buffer = std::unique_ptr<uint8_t[]>;
+    struct Chunk {
+        Buffer data;  // the bytes are data[kHead, kHead + len)
+        size_t len = 0;
+    };
+
+    ReadAhead(int fd, uint64_t size) : fd_(fd), size_(size), thread_([this] { loop(); }) {}
+    ~ReadAhead() {
+        {
+            std::lock_guard lock(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
         ::close(fd_);
-        fd_ = -1;
+    }
+
+    // The next chunk in file order, once read; len 0 when the file ended before its size.
+    Chunk next() {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return ready_.data || done_; });
+        if (!ready_.data && !error_.empty()) throw ParseError(errorOffset_, error_);
+        Chunk c = std::move(ready_);
+        ready_ = {};
+        lock.unlock();
+        cv_.notify_all();
+        return c;
+    }
+    // Hands a chunk's buffer back to be filled again.
+    void recycle(Buffer b) {
+        {
+            std::lock_guard lock(m_);
+            spares_.push_back(std::move(b));
+        }
+        cv_.notify_all();
+    }
+
+private:
+    void loop() {
+        for (uint64_t offset = 0; offset < size_;) {
+            Buffer buf;
+            {
+                std::unique_lock lock(m_);
+                cv_.wait(lock, [&] { return stop_ || (!ready_.data && (!spares_.empty() || buffers_ < 2)); });
+                if (stop_) return;
+                if (spares_.empty()) {
+                    buf.reset(new uint8_t[kBuffer]);
+                    ++buffers_;
+                } else {
+                    buf = std::move(spares_.back());
+                    spares_.pop_back();
+                }
+            }
+            size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size_ - offset));
+            size_t have = 0;
+            std::string error;
+            while (have < want) {
+                ssize_t r = ::pread(fd_, buf.get() + kHead + have, want - have, static_cast<off_t>(offset + have));
+                if (r < 0 && errno == EINTR) continue;
+                if (r < 0) error = std::string("read failed: ") + std::strerror(errno);
+                if (r <= 0) break;  // an error, or the file shrank: the parser reports it
+                have += static_cast<size_t>(r);
+            }
+            {
+                std::lock_guard lock(m_);
+                if (error.empty()) {
+                    ready_ = {std::move(buf), have};
+                } else {
+                    error_ = error;
+                    errorOffset_ = offset + have;
+                }
+                done_ = have < want;
+            }
+            cv_.notify_all();
+            if (have < want) return;
+            offset += have;
+        }
+        {
+            std::lock_guard lock(m_);
+            done_ = true;
+        }
+        cv_.notify_all();
+    }
+
+    int fd_;
+    uint64_t size_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    Chunk ready_;                // read, not yet taken
+    std::vector<Buffer> spares_;  // given back, to be filled next
+    int buffers_ = 0;
+    bool done_ = false;
+    bool stop_ = false;
+    std::string error_;
+    uint64_t errorOffset_ = 0;
+    std::thread thread_;  // last: starts once the members above exist
+};
+
+ByteReader::ByteReader(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ParseError(ParseError::kNoOffset, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
         throw ParseError(ParseError::kNoOffset, "not a regular file");
     }
     size_ = static_cast<uint64_t>(st.st_size);
 #ifdef POSIX_FADV_SEQUENTIAL
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-    buffer_.resize(std::min<uint64_t>(kChunk, std::max<uint64_t>(size_, 1)));
-    begin_ = pos_ = end_ = buffer_.data();
+    ahead_ = std::make_unique<ReadAhead>(fd, size_);
 }
 
 ByteReader::ByteReader(std::span<const uint8_t> memory) : size_(memory.size()) {
@@ -37,9 +143,7 @@ ByteReader::ByteReader(std::span<const uint8_t> memory) : size_(memory.size()) {
     end_ = memory.data() + memory.size();
 }
 
-ByteReader::~ByteReader() {
-    if (fd_ >= 0) ::close(fd_);
-}
+ByteReader::~ByteReader() = default;
 
 std::span<const uint8_t> ByteReader::peek(size_t n) {
     n = static_cast<size_t>(std::min<uint64_t>(n, remaining()));
@@ -51,27 +155,41 @@ void ByteReader::refill(uint64_t n) {
     if (n > remaining())
         throw ParseError(size_, "file ends early (truncated?): " + std::to_string(n) + " more bytes needed at byte " +
                                     std::to_string(offset()) + ", only " + std::to_string(remaining()) + " left");
-    if (fd_ < 0) throw ParseError(offset(), "internal: memory reader out of data");
-    // keep the unread tail, then read more behind it
-    size_t keep = static_cast<size_t>(end_ - pos_);
+    if (!ahead_) throw ParseError(offset(), "internal: memory reader out of data");
     uint64_t newBase = offset();
-    if (buffer_.size() < n) buffer_.resize(static_cast<size_t>(std::max<uint64_t>(n, kChunk)));
-    std::memmove(buffer_.data(), pos_, keep);
-    size_t have = keep;
-    size_t want = static_cast<size_t>(std::min<uint64_t>(buffer_.size(), size_ - newBase));
-    while (have < want) {
-        ssize_t r = ::read(fd_, buffer_.data() + have, want - have);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            throw ParseError(newBase + have, std::string("read failed: ") + std::strerror(errno));
-        }
-        if (r == 0) break;
-        have += static_cast<size_t>(r);
+    size_t keep = static_cast<size_t>(end_ - pos_);
+    ReadAhead::Chunk c = ahead_->next();
+    if (keep > kHead || keep + c.len < n) {
+        join(n, std::move(c.data), c.len);
+    } else {  // the common case: the unread tail goes in front of the next chunk
+        uint8_t* start = c.data.get() + kHead - keep;
+        if (keep) std::memcpy(start, pos_, keep);
+        if (chunk_) ahead_->recycle(std::move(chunk_));
+        joined_ = {};
+        chunk_ = std::move(c.data);
+        begin_ = pos_ = start;
+        end_ = chunk_.get() + kHead + c.len;
     }
-    if (have < n) throw ParseError(newBase + have, "file shrank while being read");
     base_ = newBase;
-    begin_ = pos_ = buffer_.data();
-    end_ = buffer_.data() + have;
+}
+
+// A value longer than a chunk (or a long unread tail): the bytes from pos_ on and as many chunks
+// as it takes are joined in one buffer of their own.
+void ByteReader::join(uint64_t n, std::unique_ptr<uint8_t[]> chunk, size_t len) {
+    std::vector<uint8_t> joined(pos_, end_);
+    for (;;) {
+        if (len == 0) throw ParseError(offset() + joined.size(), "file shrank while being read");
+        joined.insert(joined.end(), chunk.get() + kHead, chunk.get() + kHead + len);
+        ahead_->recycle(std::move(chunk));
+        if (joined.size() >= n) break;
+        ReadAhead::Chunk c = ahead_->next();
+        chunk = std::move(c.data);
+        len = c.len;
+    }
+    if (chunk_) ahead_->recycle(std::move(chunk_));
+    joined_ = std::move(joined);
+    begin_ = pos_ = joined_.data();
+    end_ = joined_.data() + joined_.size();
 }
 
 } // namespace memlens::model

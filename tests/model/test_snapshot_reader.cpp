@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 using namespace memlens::model;
 using namespace synth;
@@ -199,6 +202,47 @@ TEST(SnapshotReader, InvariantViolationsAreWarningsNotErrors) {
     Snapshot s = read(snapshot({seg}, {}));
     ASSERT_EQ(s.warnings.size(), 1u);
     EXPECT_NE(s.warnings[0].find("block sizes add up to 512, total_size is 4096"), std::string::npos);
+}
+
+// Files are read in chunks of a few MB on a second thread: values that straddle chunks, and
+// one longer than a chunk, read as from memory; a truncated file fails the same way.
+TEST(SnapshotReader, FilesReadInChunksGiveWhatMemoryGives) {
+    std::vector<P> entries;
+    P frames = list({frame(std::string(5 << 20, 'x'), "huge.py", 1), frame("step", "adamw.py", 5)});
+    for (int i = 0; i < 60000; ++i)
+        entries.push_back(entry(i % 2 ? "free_completed" : "alloc", 0x7f0000000000 + 512 * uint64_t(i), 512 + i,
+                                i % 3 ? frames : list({frame("f" + std::to_string(i % 700), "m.py", i)}), i));
+    std::string bytes = dumps(snapshot({}, {entries}), 4);
+    ASSERT_GT(bytes.size(), 10u << 20);
+    auto path = std::filesystem::temp_directory_path() / ("memlens-chunks-" + std::to_string(::getpid()) + ".pickle");
+    auto write = [&](size_t n) { std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(n)); };
+    write(bytes.size());
+    Snapshot fromFile = readSnapshotFile(path.string());
+    Snapshot fromMemory = read(bytes);
+    const TraceColumns& f = fromFile.devices.at(0).trace;
+    const TraceColumns& m = fromMemory.devices.at(0).trace;
+    ASSERT_EQ(f.rows(), 60000u);
+    EXPECT_EQ(f.addr, m.addr);
+    EXPECT_EQ(f.size, m.size);
+    EXPECT_EQ(f.timeUs, m.timeUs);
+    EXPECT_EQ(f.stack, m.stack);
+    EXPECT_EQ(fromFile.stackFrames, fromMemory.stackFrames);
+    EXPECT_EQ(fromFile.str(fromFile.frames[fromFile.stackBegin(f.stack[1])[0]].name).size(), size_t(5) << 20);
+    write(bytes.size() - 100);
+    std::string fileError, memoryError;
+    try {
+        readSnapshotFile(path.string());
+    } catch (const ParseError& e) {
+        fileError = e.describe("f.pickle");
+    }
+    try {
+        read(bytes.substr(0, bytes.size() - 100));
+    } catch (const ParseError& e) {
+        memoryError = e.describe("f.pickle");
+    }
+    std::filesystem::remove(path);
+    EXPECT_NE(fileError, "");
+    EXPECT_EQ(fileError, memoryError);
 }
 
 TEST(SnapshotReader, EveryRealSnapshotLoadsAndKeepsItsInvariants) {

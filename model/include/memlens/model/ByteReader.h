@@ -1,7 +1,9 @@
 #pragma once
-// Sequential reading of a file (in chunks, never the whole file at once) or of a memory buffer.
+// Sequential reading of a file (in chunks, read ahead on a second thread, never the whole file at
+// once) or of a memory buffer.
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,12 +44,15 @@ public:
     std::span<const uint8_t> peek(size_t n);
 
 private:
+    class ReadAhead;
     void refill(uint64_t n);
+    void join(uint64_t n, std::unique_ptr<uint8_t[]> chunk, size_t len);
 
-    int fd_ = -1;
+    std::unique_ptr<ReadAhead> ahead_;  // files only
     uint64_t size_ = 0;
     uint64_t base_ = 0;  // file offset of begin_
-    std::vector<uint8_t> buffer_;
+    std::unique_ptr<uint8_t[]> chunk_;  // holds begin_..end_, or else joined_ does
+    std::vector<uint8_t> joined_;
     const uint8_t* begin_ = nullptr;
     const uint8_t* pos_ = nullptr;
     const uint8_t* end_ = nullptr;
