@@ -317,17 +317,32 @@ private:
         }
         if (act == Action::Oom && !(flags & TraceColumns::HasAddr) && (flags & TraceColumns::HasDeviceFree))
             addr = deviceFree;
+        return appendRow({act, actName, flags, addr, size, stream, time, stack, cc, um});
+    }
+
+    struct Row {
+        Action action;
+        StringId actionName;
+        uint8_t flags;
+        uint64_t addr, size, stream;
+        int64_t timeUs;
+        StackId stack;
+        StringId compileContext, userMetadata;
+    };
+    // Flattened: a row per trace entry makes these pushes hot, and left to itself the compiler
+    // calls each one out of line.
+    [[gnu::flatten]] uint32_t appendRow(const Row& r) {
         auto& t = rows_;
-        t.action.push_back(act);
-        t.actionName.push_back(actName);
-        t.flags.push_back(flags);
-        t.addr.push_back(addr);
-        t.size.push_back(size);
-        t.stream.push_back(stream);
-        t.timeUs.push_back(time);
-        t.stack.push_back(stack);
-        t.compileContext.push_back(cc);
-        t.userMetadata.push_back(um);
+        t.action.push_back(r.action);
+        t.actionName.push_back(r.actionName);
+        t.flags.push_back(r.flags);
+        t.addr.push_back(r.addr);
+        t.size.push_back(r.size);
+        t.stream.push_back(r.stream);
+        t.timeUs.push_back(r.timeUs);
+        t.stack.push_back(r.stack);
+        t.compileContext.push_back(r.compileContext);
+        t.userMetadata.push_back(r.userMetadata);
         return static_cast<uint32_t>(t.rows() - 1);
     }
 
