@@ -345,33 +345,64 @@ size_t PickleMachine::scanFrameRun(const uint8_t* p, size_t avail) {
     return pos + 1;
 }
 
-// After MARK on an empty list: a frames list read in one go; anything else is left to run().
-void PickleMachine::frameRun() {
+// After MARK on an empty list: a frames list read in one go from the avail bytes at p; returns
+// the bytes it took (none: anything else is left to run()).
+size_t PickleMachine::frameRun(const uint8_t* p, size_t avail) {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
-    if (nd.count != 0 || nd.used() || nd.isCollapsed()) return;
-    size_t len = scanFrameRun(in_.cursor(), in_.buffered());
+    if (nd.count != 0 || nd.used() || nd.isCollapsed()) return 0;
+    size_t len = scanFrameRun(p, avail);
     Value out;
-    if (len && hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) {
-        in_.skip(len);
-        marks_.pop_back();
-        doc_.node(id).collapse(out);
-        collapsed(id, out);
-    }
+    if (!len || !hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) return 0;
+    marks_.pop_back();
+    doc_.node(id).collapse(out);
+    collapsed(id, out);
+    return len;
 }
+
+namespace {
+// LONG1 of 1 to 8 bytes (addresses, times) in one 8-byte load; the caller makes sure that 8
+// bytes are buffered.
+Value shortLong(const uint8_t* p, unsigned n) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);  // little-endian host
+    unsigned shift = 64 - 8 * n;
+    return Value::integer(static_cast<int64_t>(v << shift) >> shift);
+}
+} // namespace
 
 // The opcodes that make up nearly all of a snapshot are dispatched through a table of labels,
 // each ending in its own jump to the next opcode (threaded code: the processor predicts each of
-// those jumps separately); everything else goes through the switch.
+// those jumps separately); everything else goes through the switch. The labels read through a
+// cursor of their own, p up to end, kept in registers; in_ is brought up to date (SYNC) before
+// anything else reads from it and the cursor reloaded (LOAD) after. The offset of byte q is
+// bias + q.
+#define MEMLENS_SYNC() in_.skip(static_cast<size_t>(p - in_.cursor()))
+#define MEMLENS_LOAD()                                                                            \
+    do {                                                                                          \
+        p = in_.cursor();                                                                         \
+        end = p + in_.buffered();                                                                 \
+        bias = in_.offset() - reinterpret_cast<uintptr_t>(p);                                     \
+    } while (0)
+#define MEMLENS_NEED(n)                                                                           \
+    do {                                                                                          \
+        if (static_cast<size_t>(end - p) < (n)) [[unlikely]] {                                    \
+            MEMLENS_SYNC();                                                                       \
+            in_.ensure(n); /* at the end of the file this throws: truncated */                    \
+            MEMLENS_LOAD();                                                                       \
+        }                                                                                         \
+    } while (0)
 #define MEMLENS_NEXT_OPCODE()                                                                     \
     do {                                                                                          \
-        if (++tick == 65536) {                                                                    \
+        if (++tick == 65536) [[unlikely]] {                                                       \
             tick = 0;                                                                             \
             if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();             \
+            MEMLENS_SYNC();                                                                       \
             if (progress) progress(in_.offset(), in_.size());                                     \
         }                                                                                         \
-        opOffset_ = in_.offset();                                                                 \
-        op = in_.byte(); /* at the end of the file this throws: no STOP, truncated */             \
+        MEMLENS_NEED(1); /* no STOP before the end of the file */                                 \
+        opOffset_ = bias + reinterpret_cast<uintptr_t>(p);                                        \
+        op = *p++;                                                                                \
         goto* table[op];                                                                          \
     } while (0)
 
@@ -392,10 +423,22 @@ Value PickleMachine::run(const Progress& progress, const std::atomic<bool>* canc
     table[0x8c] = &&short_binunicode;
     uint32_t tick = 0;
     uint8_t op = 0;
+    const uint8_t* p;
+    const uint8_t* end;
+    uint64_t bias;
+    MEMLENS_LOAD();
     MEMLENS_NEXT_OPCODE();
 
 memo_get: {
-    uint64_t idx = op == 'h' ? in_.byte() : le32(in_.take(4));
+    uint64_t idx;
+    if (op == 'h') {
+        MEMLENS_NEED(1);
+        idx = *p++;
+    } else {
+        MEMLENS_NEED(4);
+        idx = le32(p);
+        p += 4;
+    }
     if (idx < memo_.size() && (memo_[idx].tag == Tag::Str || memo_[idx].tag >= Tag::Frame) &&
         memo_[idx].tag != Tag::Unset)
         push(Value{0, memo_[idx].ref, memo_[idx].tag});  // the common case: a string, a frame or a stack
@@ -407,12 +450,13 @@ memoize:
     memoPut(memo_.size(), top());
     MEMLENS_NEXT_OPCODE();
 binput:
-    memoPut(in_.byte(), top());
+    MEMLENS_NEED(1);
+    memoPut(*p++, top());
     MEMLENS_NEXT_OPCODE();
 mark:
     if (marks_.size() >= limits_.maxMarks) fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
     marks_.push_back(stack_.size());
-    if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) frameRun();
+    if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) p += frameRun(p, static_cast<size_t>(end - p));
     MEMLENS_NEXT_OPCODE();
 empty_dict:
     push(Value::node(Tag::Dict, makeNode(Tag::Dict)));
@@ -429,26 +473,38 @@ setitems: {
     MEMLENS_NEXT_OPCODE();
 }
 binint1:
-    push(Value::integer(in_.byte()));
+    MEMLENS_NEED(1);
+    push(Value::integer(*p++));
     MEMLENS_NEXT_OPCODE();
 binint2:
-    push(Value::integer(le16(in_.take(2))));
+    MEMLENS_NEED(2);
+    push(Value::integer(le16(p)));
+    p += 2;
     MEMLENS_NEXT_OPCODE();
 binint:
-    push(Value::integer(static_cast<int32_t>(le32(in_.take(4)))));
+    MEMLENS_NEED(4);
+    push(Value::integer(static_cast<int32_t>(le32(p))));
+    p += 4;
     MEMLENS_NEXT_OPCODE();
 long1: {
-    uint8_t n = in_.byte();
-    push(readLong(in_.take(n), n));
+    MEMLENS_NEED(1);
+    uint8_t n = *p++;
+    MEMLENS_NEED(n);
+    push(n - 1u < 8u && end - p >= 8 ? shortLong(p, n) : readLong(p, n));
+    p += n;
     MEMLENS_NEXT_OPCODE();
 }
 short_binunicode: {
-    uint8_t n = in_.byte();
-    push(makeString(in_.take(n), n, false));
+    MEMLENS_NEED(1);
+    uint8_t n = *p++;
+    MEMLENS_NEED(n);
+    push(makeString(p, n, false));
+    p += n;
     MEMLENS_NEXT_OPCODE();
 }
 
 general:
+    MEMLENS_SYNC();
     {
         switch (op) {
         // --- control
@@ -676,9 +732,13 @@ general:
         }
         }
     }
+    MEMLENS_LOAD();
     MEMLENS_NEXT_OPCODE();
 }
 
 #undef MEMLENS_NEXT_OPCODE
+#undef MEMLENS_NEED
+#undef MEMLENS_LOAD
+#undef MEMLENS_SYNC
 
 } // namespace memlens::model

@@ -40,6 +40,10 @@ public:
     const uint8_t* cursor() const { return pos_; }
     size_t buffered() const { return static_cast<size_t>(end_ - pos_); }
     void skip(size_t n) { pos_ += n; }
+    // Buffers n bytes from the current position on (see take).
+    void ensure(uint64_t n) {
+        if (buffered() < n) refill(n);
+    }
     // Peeks at up to n bytes from the current position without consuming them.
     std::span<const uint8_t> peek(size_t n);
 

@@ -110,7 +110,7 @@ private:
         if (v.isContainer()) nodeMemo_[v.ref] = kShared;
     }
     void collapsed(uint32_t id, Value c);  // rewrites the node's memo slot to the collapsed value
-    void frameRun();
+    size_t frameRun(const uint8_t* p, size_t avail);
     size_t scanFrameRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 
