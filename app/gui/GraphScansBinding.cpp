@@ -1,20 +1,14 @@
 #include "GraphScansBinding.h"
 
+#include "SessionLoader.h"
+
 #include "memlens/model/SessionFile.h"
 #include "memlens/views/GraphScansDocument.h"
 #include "memlens/views/SnapshotDocument.h"
 
 #include <QDockWidget>
-#include <QFile>
 #include <QMainWindow>
 #include <QPointer>
-
-// The window's session support (SessionState: the session behind a document, and the selected
-// iteration), where it is built in.
-#if __has_include("SessionLoader.h")
-#include "SessionLoader.h"
-#define MEMLENS_HAVE_SESSION_STATE 1
-#endif
 
 namespace memlens::gui {
 
@@ -22,23 +16,15 @@ namespace {
 
 const QString kName = QStringLiteral("graphScans");
 
-bool looksLikeSession(const QString& path) {
-    if (path.endsWith(QStringLiteral(".memlens"), Qt::CaseInsensitive)) return true;
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) && f.read(16) == QByteArray("SQLite format 3\0", 16);
-}
-
 // The scans and iterations of DOC's session; null when DOC is not a session.
 std::shared_ptr<const model::GraphScans> readScans(views::SnapshotDocument* doc, int64_t* iteration) {
-#ifdef MEMLENS_HAVE_SESSION_STATE
     if (SessionState* s = SessionState::of(doc)) {
         *iteration = s->iteration();
         return std::make_shared<const model::GraphScans>(
             model::GraphScans::fromStored(s->file().graphScans(), s->file().iterations()));
     }
-#endif
     *iteration = 0;
-    if (!looksLikeSession(doc->path())) return nullptr;
+    if (!isSessionFile(doc->path())) return nullptr;
     try {
         return views::GraphScansDocument::load(doc->path());
     } catch (const std::exception&) {
@@ -47,11 +33,8 @@ std::shared_ptr<const model::GraphScans> readScans(views::SnapshotDocument* doc,
 }
 
 size_t storedScans(views::SnapshotDocument* doc) {
-#ifdef MEMLENS_HAVE_SESSION_STATE
-    if (SessionState* s = SessionState::of(doc)) return s->file().graphScans().size();
-#endif
-    (void)doc;
-    return 0;
+    SessionState* s = SessionState::of(doc);
+    return s ? s->file().graphScans().size() : 0;
 }
 
 } // namespace
@@ -83,9 +66,7 @@ void syncGraphScans(views::SnapshotDocument* doc) {
     int64_t iteration = 0;
     if (storedScans(doc) != static_cast<size_t>(g->scanCount()))
         if (auto scans = readScans(doc, &iteration)) g->setScans(std::move(scans));
-#ifdef MEMLENS_HAVE_SESSION_STATE
     if (SessionState* s = SessionState::of(doc)) iteration = s->iteration();
-#endif
     if (iteration > 0) g->setCurrentIteration(iteration);
 }
 

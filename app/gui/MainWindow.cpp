@@ -1,13 +1,18 @@
 #include "MainWindow.h"
 
+#include "AttachDialog.h"
 #include "ErrorBanner.h"
 #include "GraphScansBinding.h"
 #include "ExampleSnapshot.h"
 #include "LoadProgressPanel.h"
 #include "NavigationActions.h"
 #include "RecentFiles.h"
+#include "SessionLoader.h"
+#include "SessionPanel.h"
 #include "StartPage.h"
+#include "IterationStrip.h"
 
+#include "memlens/views/BreakdownView.h"
 #include "memlens/views/ByteFormat.h"
 #include "memlens/views/SnapshotDocument.h"
 #include "memlens/views/SnapshotLoader.h"
@@ -28,6 +33,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabBar>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -61,6 +67,21 @@ MainWindow::MainWindow(bool persistent, QWidget* parent) : QMainWindow(parent), 
     connect(m_loader, &views::SnapshotLoader::progressChanged, this, &MainWindow::onProgress);
     connect(m_loader, &views::SnapshotLoader::loaded, this, &MainWindow::onLoaded);
     connect(m_loader, &views::SnapshotLoader::failed, this, &MainWindow::onFailed);
+    m_sessions = new SessionLoader(this);
+    connect(m_sessions, &SessionLoader::progressChanged, this, [this](quint64 g, const QString& phase, double f) {
+        if (g == m_sessionGeneration) m_progress->setProgress(phase, f);
+    });
+    connect(m_sessions, &SessionLoader::loaded, this, &MainWindow::onSessionLoaded);
+    connect(m_sessions, &SessionLoader::failed, this, [this](quint64 g, const QString& path, const QString& message) {
+        if (g != m_sessionGeneration) return;
+        m_sessionGeneration = 0;
+        m_banner->showError(message);
+        emit openFailed(path, message);
+        startNextLoad();
+    });
+    m_poll = new QTimer(this);
+    m_poll->setInterval(1000);
+    connect(m_poll, &QTimer::timeout, this, &MainWindow::pollSession);
     m_recent = new RecentFiles(persistent, this);
     m_nav = new NavigationActions(this);
     connect(m_nav, &NavigationActions::message, this, [this](const QString& m) { statusBar()->showMessage(m, 4000); });
@@ -109,6 +130,12 @@ void MainWindow::createActions() {
     QAction* open = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open…"), this, &MainWindow::openDialog);
     open->setShortcut(QKeySequence::Open);
     open->setObjectName(QStringLiteral("openAction"));
+    QAction* attach = file->addAction(tr("&Attach to a Recording…"), this, [this] {
+        AttachDialog dialog(this);
+        if (dialog.exec() == QDialog::Accepted && !dialog.selectedPath().isEmpty()) openFiles({dialog.selectedPath()});
+    });
+    attach->setObjectName(QStringLiteral("attachAction"));
+    attach->setToolTip(tr("Follow a session that memlens-cli record is writing on this machine"));
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     connect(m_recent, &RecentFiles::changed, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
@@ -125,6 +152,14 @@ void MainWindow::createActions() {
     m_viewMenu = menus->addMenu(tr("&View"));
     QMenu* navigate = menus->addMenu(tr("&Navigate"));
     m_nav->fillMenu(navigate);
+    navigate->addSeparator();
+    m_nextIteration = navigate->addAction(tr("Next &Iteration"), this, [this] { stepIteration(1); });
+    m_nextIteration->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Down));
+    m_nextIteration->setToolTip(tr("The next iteration of the session, and its snapshot if it has one (Alt+Down)"));
+    m_previousIteration = navigate->addAction(tr("Previous I&teration"), this, [this] { stepIteration(-1); });
+    m_previousIteration->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Up));
+    m_previousIteration->setToolTip(tr("The previous iteration of the session (Alt+Up)"));
+    for (QAction* a : {m_nextIteration, m_previousIteration}) addAction(a);
 
     QMenu* help = menus->addMenu(tr("&Help"));
     help->addAction(tr("&About memlens"), this, [this] {
@@ -187,6 +222,13 @@ void MainWindow::createDocks() {
         m_viewMenu->addAction(d.dock->toggleViewAction());
         m_docks.append(d);
     }
+    m_sessionDock = new QDockWidget(tr("Session"), this);
+    m_sessionDock->setObjectName(QStringLiteral("sessionDock"));
+    m_sessionPanel = new SessionPanel(m_sessionDock);
+    m_sessionDock->setWidget(m_sessionPanel);
+    connect(m_sessionPanel, &SessionPanel::iterationClicked, this, &MainWindow::selectIteration);
+    connect(m_sessionPanel, &SessionPanel::message, this, [this](const QString& m) { statusBar()->showMessage(m, 6000); });
+    m_viewMenu->addAction(m_sessionDock->toggleViewAction());
     m_viewMenu->addSeparator();
     m_viewMenu->addAction(tr("&Reset Layout"), this, [this] {
         if (m_docksShown) restoreState(m_defaultState, kLayoutVersion);
@@ -210,6 +252,8 @@ void MainWindow::arrangeDefaultLayout() {
     QDockWidget* breakdown = dock(QStringLiteral("breakdown"));
     QDockWidget* stack = dock(QStringLiteral("stack"));
     addDockWidget(Qt::TopDockWidgetArea, timeline);
+    addDockWidget(Qt::TopDockWidgetArea, m_sessionDock);
+    splitDockWidget(timeline, m_sessionDock, Qt::Vertical);
     addDockWidget(Qt::BottomDockWidgetArea, events);
     splitDockWidget(events, blocks, Qt::Horizontal);
     splitDockWidget(blocks, stack, Qt::Horizontal);
@@ -266,18 +310,21 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::openDialog() {
     const QStringList files = QFileDialog::getOpenFileNames(
         this, tr("Open Snapshots"), QString(),
-        tr("PyTorch memory snapshots (*.pickle *.pkl *.pck *.pt);;All files (*)"));
+        tr("Snapshots and sessions (*.pickle *.pkl *.pck *.pt *.memlens);;PyTorch memory snapshots (*.pickle *.pkl *.pck *.pt);;"
+           "memlens sessions (*.memlens);;All files (*)"));
     if (!files.isEmpty()) openFiles(files);
 }
 
 void MainWindow::openFiles(const QStringList& paths) {
     if (paths.isEmpty()) return;
     if (m_loader->isLoading()) m_loader->cancel();
+    m_sessions->cancel();
+    m_sessionGeneration = 0;
     m_queue = paths;
     startNextLoad();
 }
 
-bool MainWindow::isLoading() const { return m_loader->isLoading() || !m_queue.isEmpty(); }
+bool MainWindow::isLoading() const { return m_loader->isLoading() || m_sessions->isLoading() || !m_queue.isEmpty(); }
 
 void MainWindow::startNextLoad() {
     if (m_queue.isEmpty()) {
@@ -286,7 +333,13 @@ void MainWindow::startNextLoad() {
     }
     const QString path = m_queue.takeFirst();
     m_progress->start(QFileInfo(path).fileName(), static_cast<int>(m_queue.size()));
-    m_generation = m_loader->load(path);
+    if (isSessionFile(path)) {
+        m_generation = 0;
+        m_sessionGeneration = m_sessions->load(path);
+    } else {
+        m_sessionGeneration = 0;
+        m_generation = m_loader->load(path);
+    }
 }
 
 void MainWindow::onProgress(quint64 generation, const QString& phase, double fraction) {
@@ -296,13 +349,26 @@ void MainWindow::onProgress(quint64 generation, const QString& phase, double fra
 void MainWindow::cancelLoading() {
     m_queue.clear();
     m_loader->cancel();
+    m_sessions->cancel();
+    m_sessionGeneration = 0;
     m_progress->finish();
     statusBar()->showMessage(tr("Opening cancelled."), 4000);
 }
 
 void MainWindow::onLoaded(quint64 generation, std::shared_ptr<const views::LoadedSnapshot> loaded) {
     if (generation != m_generation) return;
-    auto* doc = new views::SnapshotDocument(std::move(loaded), this);
+    acceptDocument(new views::SnapshotDocument(std::move(loaded), this));
+}
+
+void MainWindow::onSessionLoaded(quint64 generation, std::shared_ptr<SessionLoadResult> result) {
+    if (generation != m_sessionGeneration) return;
+    m_sessionGeneration = 0;
+    auto* doc = new views::SnapshotDocument(result->loaded, this);
+    new SessionState(std::move(*result), doc);
+    acceptDocument(doc);
+}
+
+void MainWindow::acceptDocument(views::SnapshotDocument* doc) {
     m_recent->add(doc->path());
     m_banner->dismiss();
     addDocument(doc);
@@ -361,6 +427,96 @@ void MainWindow::showDocument(int) {
     updateStatus();
     updateTitle();
     showGraphDocks(dock(QStringLiteral("graphs")), dock(QStringLiteral("graph")), doc, m_docksShown);
+    updateSession();
+}
+
+void MainWindow::updateSession() {
+    SessionState* session = SessionState::of(currentDocument());
+    m_sessionPanel->setSession(session);
+    if (m_docksShown) m_sessionDock->setVisible(session != nullptr);
+    m_nextIteration->setEnabled(session != nullptr);
+    m_previousIteration->setEnabled(session != nullptr);
+    if (session && session->file().live()) m_poll->start();
+    else m_poll->stop();
+    QDockWidget* breakdownDock = dock(QStringLiteral("breakdown"));
+    if (auto* breakdown = breakdownDock ? qobject_cast<views::BreakdownView*>(breakdownDock->widget()) : nullptr)
+        breakdown->setProcessFigures(session ? m_sessionPanel->processFigures() : std::nullopt);
+}
+
+void MainWindow::syncSessionGraphs(views::SnapshotDocument* doc) {
+    syncGraphScans(doc);
+    showGraphDocks(dock(QStringLiteral("graphs")), dock(QStringLiteral("graph")), doc, m_docksShown);
+}
+
+void MainWindow::setPollInterval(int ms) { m_poll->setInterval(ms); }
+
+void MainWindow::pollSession() {
+    views::SnapshotDocument* doc = currentDocument();
+    SessionState* session = SessionState::of(doc);
+    if (!session) {
+        m_poll->stop();
+        return;
+    }
+    model::SessionFile::Update u;
+    try {
+        u = session->file().poll();
+    } catch (const std::exception& e) {
+        m_poll->stop();
+        m_banner->showError(doc->path() + QStringLiteral(": ") + QString::fromUtf8(e.what()));
+        return;
+    }
+    if (!session->file().live()) m_poll->stop();
+    if (!u.any()) return;
+    // following the end: the newest iteration becomes the selected one, and a new snapshot is shown
+    const auto& its = session->file().iterations();
+    const bool atEnd = u.iterations > 0 && (session->iteration() == 0 || (its.size() > u.iterations &&
+                                                                         session->iteration() == its[its.size() - u.iterations - 1].index));
+    if (atEnd) session->setIteration(its.back().index);
+    m_sessionPanel->refresh();
+    if (u.graphScans > 0 || atEnd) syncSessionGraphs(doc);
+    if (u.snapshots > 0 && (atEnd || session->snapshotId() == 0) && !isLoading()) {
+        const auto& snap = session->file().snapshots().back();
+        m_progress->start(doc->fileName(), 0);
+        m_sessionGeneration = m_sessions->load(doc->path(), snap.id, snap.iteration);
+    }
+}
+
+void MainWindow::stepIteration(int delta) {
+    SessionState* session = SessionState::of(currentDocument());
+    if (!session) return;
+    const auto& its = session->file().iterations();
+    if (its.empty()) return;
+    size_t i = 0;
+    while (i < its.size() && its[i].index != session->iteration()) ++i;
+    int64_t target;
+    if (i == its.size()) target = delta > 0 ? its.front().index : its.back().index;
+    else if (delta > 0 && i + 1 < its.size()) target = its[i + 1].index;
+    else if (delta < 0 && i > 0) target = its[i - 1].index;
+    else {
+        statusBar()->showMessage(delta > 0 ? tr("This is the last iteration.") : tr("This is the first iteration."), 4000);
+        return;
+    }
+    selectIteration(target);
+}
+
+void MainWindow::selectIteration(int64_t index) {
+    views::SnapshotDocument* doc = currentDocument();
+    SessionState* session = SessionState::of(doc);
+    if (!session) return;
+    const model::SessionSnapshot* snap = session->snapshotOfIteration(index);
+    if (snap && snap->id != session->snapshotId()) {
+        m_queue.clear();
+        m_loader->cancel();
+        m_generation = 0;
+        m_progress->start(doc->fileName(), 0);
+        m_sessionGeneration = m_sessions->load(doc->path(), snap->id, index);
+        return;
+    }
+    session->setIteration(index);
+    m_sessionPanel->refresh();
+    syncSessionGraphs(doc);
+    if (!snap) statusBar()->showMessage(tr("Iteration %1 has no allocator snapshot; the views still show snapshot %2.")
+                                            .arg(index).arg(session->snapshotId()), 5000);
 }
 
 void MainWindow::setDocksShown(bool shown) {
@@ -369,6 +525,7 @@ void MainWindow::setDocksShown(bool shown) {
     if (!shown) {
         m_hiddenDocksState = saveState(kLayoutVersion);
         for (Dock& d : m_docks) d.dock->hide();
+        m_sessionDock->hide();
         m_start->show();
     } else {
         m_start->hide();
@@ -434,6 +591,8 @@ void MainWindow::updateTitle() {
 void MainWindow::closeEvent(QCloseEvent* event) {
     m_queue.clear();
     m_loader->cancel();
+    m_sessions->cancel();
+    m_poll->stop();
     saveLayout();
     event->accept();
 }

@@ -13,6 +13,7 @@ class QDockWidget;
 class QLabel;
 class QMenu;
 class QTabBar;
+class QTimer;
 
 namespace memlens::views {
 class SnapshotDocument;
@@ -23,6 +24,10 @@ struct LoadedSnapshot;
 namespace memlens::gui {
 
 class ErrorBanner;
+class IterationStrip;
+class SessionLoader;
+class SessionPanel;
+struct SessionLoadResult;
 class LoadProgressPanel;
 class NavigationActions;
 class RecentFiles;
@@ -49,6 +54,14 @@ public:
     QTabBar* tabs() const { return m_tabs; }
     QComboBox* deviceSelector() const { return m_devices; }
     views::SnapshotDocument* document(int tab) const { return m_documents.value(tab); }
+    // Sessions (.memlens): the session panel (iteration strip, process plot) of the current tab.
+    SessionPanel* sessionPanel() const { return m_sessionPanel; }
+    QAction* nextIterationAction() const { return m_nextIteration; }
+    QAction* previousIterationAction() const { return m_previousIteration; }
+    // Selects iteration INDEX of the current session; loads its snapshot when it has one.
+    void selectIteration(int64_t index);
+    // How often a live session is polled for new rows (ms).
+    void setPollInterval(int ms);
 
 signals:
     void documentOpened(memlens::views::SnapshotDocument* doc);
@@ -81,6 +94,13 @@ private:
     void onLoaded(quint64 generation, std::shared_ptr<const views::LoadedSnapshot> loaded);
     void onFailed(quint64 generation, const QString& path, const QString& message);
     void cancelLoading();
+    void onSessionLoaded(quint64 generation, std::shared_ptr<SessionLoadResult> result);
+    void acceptDocument(views::SnapshotDocument* doc);
+    void stepIteration(int delta);
+    void pollSession();
+    void updateSession();
+    // The retained-graph docks after the session grew or another iteration was selected.
+    void syncSessionGraphs(views::SnapshotDocument* doc);
 
     void addDocument(views::SnapshotDocument* doc);
     void showDocument(int tab);
@@ -92,6 +112,13 @@ private:
 
     bool m_persistent;
     views::SnapshotLoader* m_loader = nullptr;
+    SessionLoader* m_sessions = nullptr;
+    quint64 m_sessionGeneration = 0;
+    SessionPanel* m_sessionPanel = nullptr;
+    QDockWidget* m_sessionDock = nullptr;
+    QAction* m_nextIteration = nullptr;
+    QAction* m_previousIteration = nullptr;
+    QTimer* m_poll = nullptr;
     RecentFiles* m_recent = nullptr;
     NavigationActions* m_nav = nullptr;
     ErrorBanner* m_banner = nullptr;

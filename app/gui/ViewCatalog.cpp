@@ -1,30 +1,16 @@
 #include "ViewCatalog.h"
 
 #include "GraphScansBinding.h"
-#include "PlaceholderView.h"
 
+#include "memlens/views/AllocationSitesView.h"
+#include "memlens/views/BlockMapView.h"
+#include "memlens/views/BreakdownView.h"
 #include "memlens/views/EventsView.h"
 #include "memlens/views/GraphView.h"
 #include "memlens/views/RetainedGraphsView.h"
 #include "memlens/views/SnapshotDocument.h"
-#include "memlens/views/TimelineView.h"
-
-#if __has_include("memlens/views/BlockMapView.h")
-#include "memlens/views/BlockMapView.h"
-#define MEMLENS_HAVE_BLOCK_MAP 1
-#endif
-#if __has_include("memlens/views/StackView.h")
 #include "memlens/views/StackView.h"
-#define MEMLENS_HAVE_STACK 1
-#endif
-#if __has_include("memlens/views/BreakdownView.h")
-#include "memlens/views/BreakdownView.h"
-#define MEMLENS_HAVE_BREAKDOWN 1
-#endif
-#if __has_include("memlens/views/AllocationSitesView.h")
-#include "memlens/views/AllocationSitesView.h"
-#define MEMLENS_HAVE_SITES 1
-#endif
+#include "memlens/views/TimelineView.h"
 
 namespace memlens::gui {
 
@@ -33,7 +19,7 @@ namespace {
 template <typename View>
 ViewHandle make(QWidget* parent) {
     auto* v = new View(parent);
-    return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, false};
+    return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }};
 }
 
 // The retained-graph views follow the graph scans of the document's session, if it has one.
@@ -44,13 +30,7 @@ ViewHandle makeGraphView(QWidget* parent) {
             [v](views::SnapshotDocument* d) {
                 v->setDocument(d);
                 v->setGraphScans(graphScansFor(d));
-            },
-            false};
-}
-
-[[maybe_unused]] ViewHandle placeholder(const QString& title, const QString& purpose, QWidget* parent) {
-    auto* v = new PlaceholderView(title, purpose, parent);
-    return {v, [v](views::SnapshotDocument* d) { v->setDocument(d); }, true};
+            }};
 }
 
 } // namespace
@@ -77,34 +57,10 @@ QStringList viewNames() {
 ViewHandle createView(const QString& name, QWidget* parent) {
     if (name == QLatin1String("timeline")) return make<views::TimelineView>(parent);
     if (name == QLatin1String("events")) return make<views::EventsView>(parent);
-    if (name == QLatin1String("blocks")) {
-#ifdef MEMLENS_HAVE_BLOCK_MAP
-        return make<views::BlockMapView>(parent);
-#else
-        return placeholder(QObject::tr("Block map"), QObject::tr("Segments and blocks at the current entry."), parent);
-#endif
-    }
-    if (name == QLatin1String("stack")) {
-#ifdef MEMLENS_HAVE_STACK
-        return make<views::StackView>(parent);
-#else
-        return placeholder(QObject::tr("Stack"), QObject::tr("The stack of the selected allocation."), parent);
-#endif
-    }
-    if (name == QLatin1String("breakdown")) {
-#ifdef MEMLENS_HAVE_BREAKDOWN
-        return make<views::BreakdownView>(parent);
-#else
-        return placeholder(QObject::tr("Memory breakdown"), QObject::tr("Where the reserved memory goes."), parent);
-#endif
-    }
-    if (name == QLatin1String("sites")) {
-#ifdef MEMLENS_HAVE_SITES
-        return make<views::AllocationSitesView>(parent);
-#else
-        return placeholder(QObject::tr("Allocation sites"), QObject::tr("Live memory by the code that allocated it."), parent);
-#endif
-    }
+    if (name == QLatin1String("blocks")) return make<views::BlockMapView>(parent);
+    if (name == QLatin1String("stack")) return make<views::StackView>(parent);
+    if (name == QLatin1String("breakdown")) return make<views::BreakdownView>(parent);
+    if (name == QLatin1String("sites")) return make<views::AllocationSitesView>(parent);
     if (name == QLatin1String("graphs")) return makeGraphView<views::RetainedGraphsView>(parent);
     if (name == QLatin1String("graph")) return makeGraphView<views::GraphView>(parent);
     return {};

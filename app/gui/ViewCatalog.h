@@ -1,7 +1,6 @@
 #pragma once
 // The views the window docks, by the names the command line uses (--view NAME), and how to make
-// each one. Views written elsewhere are picked up when their headers exist; until then a
-// placeholder stands in.
+// each one.
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -23,7 +22,6 @@ struct ViewInfo {
 struct ViewHandle {
     QWidget* widget = nullptr;
     std::function<void(views::SnapshotDocument*)> setDocument;
-    bool placeholder = false;
 };
 
 QList<ViewInfo> viewCatalog();

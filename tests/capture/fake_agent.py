@@ -7,9 +7,11 @@ pickle). Run under `memlens-cli record -- python3 fake_agent.py ...`.
 
   fake_agent.py flood --iterations N --markers N --samples N --snapshots 50,100,150 [--pickle F]
       prints one JSON line: what it sent and how long sending took
-  fake_agent.py request
+  fake_agent.py request [--pickle F] [--iterations N]
       waits for the recorder's snapshot_request (SIGUSR1 to the recorder), answers with a
-      snapshot (trigger "request"), then exits
+      snapshot (trigger "request"; F replayed when given, else synthetic bytes), then exits;
+      with --iterations N it sends N train iterations (0.1 s apart) first, so that a window
+      following the session sees it grow
 """
 
 import argparse
@@ -105,6 +107,11 @@ def flood(args):
 
 def request(args):
     s = connect()
+    for i in range(1, args.iterations + 1):
+        start = now_us()
+        time.sleep(0.1)
+        s.sendall(frame({"t": "sample", "time_us": now_us(), "device": 0, "reserved": i << 20, "allocated": i << 19}))
+        s.sendall(frame({"t": "iteration", "index": i, "phase": "train", "start_us": start, "end_us": now_us()}))
     print("waiting", flush=True)
     buf = b""
     s.settimeout(30)
@@ -120,8 +127,12 @@ def request(args):
                 if head.get("t") == "snapshot_request":
                     break
                 buf = buf[HEADER.size + jlen + blen:]
-    blob = synthetic(1, 99)
-    s.sendall(frame({"t": "snapshot", "iteration": 0, "trigger": "request", "time_us": now_us()}, blob) + blob)
+    if args.pickle:
+        with open(args.pickle, "rb") as f:
+            blob = f.read()
+    else:
+        blob = synthetic(1, 99)
+    s.sendall(frame({"t": "snapshot", "iteration": args.iterations, "trigger": "request", "time_us": now_us()}, blob) + blob)
     s.close()
     print("answered", flush=True)
 
@@ -129,12 +140,14 @@ def request(args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["flood", "request"])
-    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--iterations", type=int, default=None)
     p.add_argument("--markers", type=int, default=20000)
     p.add_argument("--samples", type=int, default=20000)
     p.add_argument("--snapshots", default="50,100,150")
     p.add_argument("--pickle")
     args = p.parse_args()
+    if args.iterations is None:
+        args.iterations = 100 if args.mode == "flood" else 0
     flood(args) if args.mode == "flood" else request(args)
 
 

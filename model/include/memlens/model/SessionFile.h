@@ -57,6 +57,9 @@ public:
     // start time; another host: a heartbeat in the last 30 s).
     bool live() const;
     std::string writer() const { return writer_; }
+    // The writer's process (the recorder) and host, as the meta table names them; 0 / "" unknown.
+    int64_t writerPid() const { return writerPid_; }
+    const std::string& writerHost() const { return writerHost_; }
     int64_t heartbeatUs() const { return heartbeatUs_; }
 
     // The pickle of snapshot ID exactly as stored; throws SessionError when there is no such

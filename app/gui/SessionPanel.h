@@ -1,0 +1,60 @@
+#pragma once
+// The session of the current document (a .memlens file): a line about the job and the shown
+// snapshot, the iteration strip, and the process plot: NVML's process total against torch's
+// reserved and allocated bytes over time, so the gap nvidia-smi shows is visible at every moment;
+// a vertical line marks the shown snapshot. Buttons ask a live recorder for a snapshot or a
+// graph scan now.
+#include "memlens/model/MemoryBreakdown.h"
+#include "memlens/model/Session.h"
+
+#include <QWidget>
+
+#include <optional>
+
+class QCustomPlot;
+class QCPItemStraightLine;
+class QLabel;
+class QPushButton;
+
+namespace memlens::gui {
+
+class IterationStrip;
+class SessionState;
+
+class SessionPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit SessionPanel(QWidget* parent = nullptr);
+
+    // nullptr: no session (a plain snapshot).
+    void setSession(SessionState* session);
+    // Redraws after the session grew (poll) or the selected iteration changed.
+    void refresh();
+
+    IterationStrip* strip() const { return m_strip; }
+    QCustomPlot* plot() const { return m_plot; }
+    QString noteText() const;
+    QString figuresText() const;
+    // The process figures at the shown snapshot's time (nearest NVML sample), for the breakdown.
+    std::optional<model::ProcessFigures> processFigures() const;
+    int sampleCount() const;
+
+signals:
+    void iterationClicked(int64_t index);
+    void message(const QString& text);
+
+private:
+    void refreshPlot();
+    int64_t shownTimeUs() const;
+    const model::DeviceSample* nearest(int64_t timeUs, const char* source, bool wantProcess) const;
+
+    SessionState* m_session = nullptr;
+    QLabel* m_note = nullptr;
+    QLabel* m_figures = nullptr;
+    IterationStrip* m_strip = nullptr;
+    QCustomPlot* m_plot = nullptr;
+    QCPItemStraightLine* m_cursor = nullptr;
+    QPushButton* m_snapshotNow = nullptr;
+};
+
+} // namespace memlens::gui

@@ -1,0 +1,406 @@
+// Sessions (.memlens) in a real window, offscreen: a session written at test time with
+// model::SessionWriter -- A WRITER REPLAYING REAL SNAPSHOTS in place of a GPU job (a stored real
+// PyTorch snapshot from MEMLENS_SNAPSHOTS_DIR and the bundled example as its allocator snapshots,
+// made-up NVML and torch samples) -- opens in a tab; the iteration strip has the iterations per
+// phase; Navigate > Next/Previous Iteration and a click on the strip switch the snapshot; a CPU
+// session (no snapshots) opens with its note; a live session grows as the writer appends rows;
+// a damaged session leaves a one-line banner; the window and the process plot are not blank.
+// With memlens-cli built: a real recorder followed live (a fake agent replaying a real snapshot on
+// the window's request, and a real CPU job whose graph scan the window asks for).
+#include "AttachDialog.h"
+#include "IterationStrip.h"
+#include "MainWindow.h"
+#include "SessionLoader.h"
+#include "SessionPanel.h"
+#include "GraphScansBinding.h"
+
+#include "memlens/model/SessionFile.h"
+#include "memlens/model/SessionWriter.h"
+#include "memlens/views/GraphScansDocument.h"
+#include "memlens/views/SnapshotDocument.h"
+
+#include <QAction>
+#include <QDockWidget>
+#include <QFile>
+#include <QProcess>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using memlens::gui::MainWindow;
+using memlens::gui::SessionState;
+namespace model = memlens::model;
+
+namespace {
+
+std::string readAll(const QString& path) {
+    std::ifstream in(path.toStdString(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+constexpr int64_t MiB = 1024 * 1024;
+
+int distinctColours(const QImage& image) {
+    std::set<QRgb> colours;
+    const QImage img = image.convertToFormat(QImage::Format_RGB32);
+    for (int y = 0; y < img.height(); y += 3)
+        for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
+    return static_cast<int>(colours.size());
+}
+
+} // namespace
+
+class TestSessions : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    const QString m_example = QStringLiteral(MEMLENS_SOURCE_DIR "/resources/example.pickle");
+    QString m_real = QStringLiteral(MEMLENS_SNAPSHOTS_DIR "/Yiyi-philosophy__LLM-inference__oom_snapshot.pickle");
+    int64_t m_t0 = 1'700'000'000'000'000;
+
+    model::SessionProcess process(bool cuda) const {
+        model::SessionProcess p;
+        p.pid = ::getpid();
+        p.host = "test";
+        p.command = {"python3", "train.py"};
+        p.python = "3.11.2";
+        p.torch = cuda ? "2.3.0+cu121" : "1.13.0";
+        p.cuda = cuda ? "12.1" : "";
+        p.allocatorSnapshots = cuda;
+        if (!cuda) p.snapshotsNote = "torch was built without CUDA";
+        p.startedUs = m_t0;
+        return p;
+    }
+
+    // iterations [first, last]: train up to 12, eval after; samples at each iteration's end
+    void addIterations(model::SessionWriter& w, int first, int last) {
+        for (int i = first; i <= last; ++i) {
+            model::SessionIteration it;
+            it.index = i;
+            it.phase = i <= 12 ? "train" : "eval";
+            it.startUs = m_t0 + int64_t(i - 1) * 100'000;
+            it.endUs = it.startUs + 100'000;
+            w.addIteration(it);
+            model::DeviceSample nvml, torch;
+            nvml.timeUs = torch.timeUs = it.endUs;
+            nvml.source = "nvml";
+            nvml.processUsed = (900 + 10 * i) * MiB;
+            nvml.deviceUsed = (1000 + 10 * i) * MiB;
+            nvml.deviceTotal = 16384 * MiB;
+            torch.source = "torch";
+            torch.reserved = (400 + 10 * i) * MiB;
+            torch.allocated = (300 + 5 * i) * MiB;
+            w.addSamples({nvml, torch});
+        }
+    }
+
+    int64_t addSnapshot(model::SessionWriter& w, int iteration, const QString& pickle) {
+        model::SessionSnapshot s;
+        s.iteration = iteration;
+        s.trigger = model::trigger::kIteration;
+        s.timeUs = m_t0 + int64_t(iteration) * 100'000;
+        return w.addSnapshot(s, readAll(pickle)).id;
+    }
+
+    // The session file exists and its header is written (the recorder creates it at start).
+    static bool waitForReadable(const QString& path) {
+        return QTest::qWaitFor([&] {
+            if (!QFile::exists(path)) return false;
+            try {
+                model::SessionFile f(path.toStdString());
+                return true;
+            } catch (const std::exception&) {
+                return false;
+            }
+        }, 30000);
+    }
+
+    // The event loop may have seen the process end already (waitForFinished is false then).
+    static bool finished(QProcess& p, int ms) { return p.state() == QProcess::NotRunning || p.waitForFinished(ms); }
+
+    static bool waitForOpens(MainWindow& w, QSignalSpy& opened, int count) {
+        return QTest::qWaitFor([&] { return opened.count() >= count && !w.isLoading(); }, 30000);
+    }
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        if (!QFile::exists(m_real)) m_real = m_example;  // without the fixtures: the example twice
+    }
+
+    void opensASessionAndStepsIterations() {
+        const QString path = m_dir.filePath(QStringLiteral("gpu-replay.memlens"));
+        int64_t first = 0, second = 0;
+        {
+            model::SessionWriter w(path.toStdString(), "tst_sessions (writer replaying real snapshots)");
+            w.setProcess(process(true));
+            addIterations(w, 1, 17);
+            first = addSnapshot(w, 5, m_real);
+            second = addSnapshot(w, 15, m_example);
+            w.finish(model::sessionNowUs());
+        }
+        MainWindow w(false);
+        w.resize(1400, 900);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY2(w.bannerMessage().isEmpty(), qPrintable(w.bannerMessage()));
+        auto* doc = w.currentDocument();
+        QVERIFY(doc);
+        SessionState* session = SessionState::of(doc);
+        QVERIFY(session);
+        QCOMPARE(session->snapshotId(), second);  // the latest
+        QVERIFY(doc->entryCount() > 0);
+        auto* panel = w.sessionPanel();
+        QVERIFY(w.dock(QStringLiteral("timeline"))->isVisible());
+        QVERIFY(panel->isVisible());
+        auto* strip = panel->strip();
+        QCOMPARE(strip->count(), 17);
+        QCOMPARE(strip->countOfPhase(QStringLiteral("train")), 12);
+        QCOMPARE(strip->countOfPhase(QStringLiteral("eval")), 5);
+        QCOMPARE(strip->current(), int64_t(15));
+        QVERIFY2(panel->noteText().contains(QStringLiteral("17 iterations (12 train, 5 eval)")), qPrintable(panel->noteText()));
+        QVERIFY2(panel->figuresText().contains(QStringLiteral("NVML process total")), qPrintable(panel->figuresText()));
+        QCOMPARE(panel->sampleCount(), 34);
+        QVERIFY(panel->processFigures().has_value());
+        QCOMPARE(*panel->processFigures()->processTotal, uint64_t((900 + 10 * 15) * MiB));
+
+        // next iteration: 16 has no snapshot, the views keep snapshot 2
+        w.nextIterationAction()->trigger();
+        QCOMPARE(strip->current(), int64_t(16));
+        QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), second);
+        QCOMPARE(w.documentCount(), 1);
+        // a click on iteration 5 loads its snapshot into the same tab
+        const int x5 = int((4.5 / 17.0) * (strip->width() - 2)) + 1;
+        QCOMPARE(strip->iterationAt(x5), int64_t(5));
+        QTest::mouseClick(strip, Qt::LeftButton, Qt::NoModifier, QPoint(x5, strip->height() / 2));
+        QVERIFY(waitForOpens(w, opened, 2));
+        QCOMPARE(w.documentCount(), 1);
+        QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), first);
+        QCOMPARE(w.sessionPanel()->strip()->current(), int64_t(5));
+        // previous, then next: 4 has none; 5 again is the shown one (no reload)
+        w.previousIterationAction()->trigger();
+        QCOMPARE(strip->current(), int64_t(4));
+        w.nextIterationAction()->trigger();
+        QCOMPARE(strip->current(), int64_t(5));
+        // ... and on to 15, whose snapshot replaces it
+        for (int i = 0; i < 10; ++i) w.nextIterationAction()->trigger();
+        QVERIFY(waitForOpens(w, opened, 3));
+        QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), second);
+        QCOMPARE(strip->current(), int64_t(15));
+
+        QTest::qWait(50);
+        const QImage shot = w.grab().toImage();
+        if (qEnvironmentVariableIsSet("MEMLENS_SCREENSHOT_DIR"))
+            shot.save(qEnvironmentVariable("MEMLENS_SCREENSHOT_DIR") + QStringLiteral("/session.png"));
+        QVERIFY2(distinctColours(shot) > 20, "the window is blank");
+        QVERIFY2(distinctColours(static_cast<QWidget*>(panel->findChild<QWidget*>(QStringLiteral("processPlot")))->grab().toImage()) > 3,
+                 "the process plot is blank");
+        QVERIFY2(distinctColours(strip->grab().toImage()) >= 3, "the strip is blank");
+    }
+
+    void opensACpuSessionWithoutSnapshots() {
+        const QString path = m_dir.filePath(QStringLiteral("cpu.memlens"));
+        {
+            model::SessionWriter w(path.toStdString(), "tst_sessions");
+            w.setProcess(process(false));
+            addIterations(w, 1, 14);
+            w.finish(model::sessionNowUs());
+        }
+        MainWindow w(false);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY(w.currentDocument());
+        QCOMPARE(w.currentDocument()->entryCount(), int64_t(0));
+        auto* panel = w.sessionPanel();
+        QVERIFY2(panel->noteText().contains(QStringLiteral("no allocator snapshots: the job ran without CUDA")), qPrintable(panel->noteText()));
+        QCOMPARE(panel->strip()->count(), 14);
+        QCOMPARE(panel->strip()->countOfPhase(QStringLiteral("eval")), 2);
+        QCOMPARE(panel->strip()->current(), int64_t(14));
+        w.previousIterationAction()->trigger();
+        QCOMPARE(panel->strip()->current(), int64_t(13));
+    }
+
+    void followsALiveSession() {
+        const QString path = m_dir.filePath(QStringLiteral("live.memlens"));
+        model::SessionWriter writer(path.toStdString(), "tst_sessions (live)");
+        writer.setProcess(process(true));
+        addIterations(writer, 1, 3);
+        MainWindow w(false);
+        w.setPollInterval(50);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        auto* panel = w.sessionPanel();
+        QVERIFY(SessionState::of(w.currentDocument())->file().live());
+        QVERIFY2(panel->noteText().contains(QStringLiteral("live")), qPrintable(panel->noteText()));
+        QCOMPARE(panel->strip()->count(), 3);
+        QCOMPARE(panel->strip()->current(), int64_t(3));
+        QCOMPARE(panel->sampleCount(), 6);
+        // File > Attach lists it: the writer (this process) has it open and it is live
+        bool listed = false;
+        for (const auto& r : memlens::gui::findRecordingSessions())
+            listed = listed || QFileInfo(r.path).canonicalFilePath() == QFileInfo(path).canonicalFilePath();
+        QVERIFY(listed);
+        // the job goes on: rows appended after opening show up
+        addIterations(writer, 4, 6);
+        QVERIFY(QTest::qWaitFor([&] { return panel->strip()->count() == 6; }, 10000));
+        QCOMPARE(panel->sampleCount(), 12);
+        QCOMPARE(panel->strip()->current(), int64_t(6));  // following the end
+        // a new snapshot is loaded
+        const int64_t id = addSnapshot(writer, 6, m_example);
+        QVERIFY(waitForOpens(w, opened, 2));
+        QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), id);
+        QVERIFY(w.currentDocument()->entryCount() > 0);
+        QCOMPARE(w.documentCount(), 1);
+        writer.finish(model::sessionNowUs());
+        QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
+    }
+
+#ifdef MEMLENS_CLI
+    // A REAL RECORDER (memlens-cli record) around a FAKE AGENT (tests/capture/fake_agent.py, in
+    // place of a CUDA job's agent) that sends iterations and samples, then REPLAYS A REAL
+    // SNAPSHOT when the window's button asks the recorder (SIGUSR1) for one.
+    void followsARecorderAndAsksForASnapshot() {
+        const QString path = m_dir.filePath(QStringLiteral("recorder-replay.memlens"));
+        QProcess rec;
+        rec.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        rec.setStandardOutputFile(QProcess::nullDevice());
+        rec.start(QStringLiteral(MEMLENS_CLI),
+                  {QStringLiteral("record"), QStringLiteral("-o"), path, QStringLiteral("--quiet"), QStringLiteral("--"),
+                   QStringLiteral(MEMLENS_PYTHON), QStringLiteral("-S"), QStringLiteral(MEMLENS_SOURCE_DIR "/tests/capture/fake_agent.py"),
+                   QStringLiteral("request"), QStringLiteral("--pickle"), m_real, QStringLiteral("--iterations"), QStringLiteral("8")});
+        QVERIFY(rec.waitForStarted());
+        QVERIFY2(waitForReadable(path), "the recorder's session appears");
+        MainWindow w(false);
+        w.setPollInterval(100);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY2(w.bannerMessage().isEmpty(), qPrintable(w.bannerMessage()));
+        SessionState* session = SessionState::of(w.currentDocument());
+        QVERIFY(session && session->file().live());
+        QCOMPARE(session->file().writerPid(), int64_t(rec.processId()));
+        // File > Attach finds it through the recorder's open file
+        bool listed = false;
+        for (const auto& r : memlens::gui::findRecordingSessions())
+            listed = listed || (QFileInfo(r.path).canonicalFilePath() == QFileInfo(path).canonicalFilePath() && r.pid == rec.processId());
+        QVERIFY(listed);
+        auto* panel = w.sessionPanel();
+        QVERIFY(QTest::qWaitFor([&] { return panel->strip()->count() == 8; }, 20000));
+        QCOMPARE(panel->strip()->current(), int64_t(8));
+        QCOMPARE(panel->sampleCount(), 8);
+        QCOMPARE(session->snapshotId(), int64_t(0));
+        auto* button = panel->findChild<QPushButton*>(QStringLiteral("snapshotNow"));
+        QVERIFY(button && button->isEnabled());
+        QTest::mouseClick(button, Qt::LeftButton);
+        QVERIFY2(waitForOpens(w, opened, 2), "the requested snapshot is loaded");
+        session = SessionState::of(w.currentDocument());
+        QVERIFY(session->shownSnapshot());
+        QCOMPARE(QString::fromStdString(session->shownSnapshot()->trigger), QStringLiteral("request"));
+        QCOMPARE(session->file().readSnapshot(session->snapshotId()), readAll(m_real));
+        QVERIFY(w.currentDocument()->entryCount() > 0);
+        QCOMPARE(w.documentCount(), 1);
+        QVERIFY(finished(rec, 30000));
+        QCOMPARE(rec.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(rec.exitCode(), 0);
+        QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
+        QVERIFY(!button->isEnabled());
+    }
+
+    // A REAL CPU JOB (Debian's torch, tests/app/jobs/kept_outputs.py) under the real recorder and
+    // agent, scanning for retained graphs only on request and at exit: the strip grows while it
+    // runs, the button asks for a scan, the retained-graph docks come up with the job's kept
+    // outputs, and stepping through iterations shows the scan of each.
+    void followsACpuJobAndScansOnRequest() {
+        const QString path = m_dir.filePath(QStringLiteral("cpu-job.memlens"));
+        QProcess rec;
+        rec.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        rec.setStandardOutputFile(QProcess::nullDevice());
+        rec.start(QStringLiteral(MEMLENS_CLI),
+                  {QStringLiteral("record"), QStringLiteral("-o"), path, QStringLiteral("--quiet"), QStringLiteral("--agent-config"),
+                   QStringLiteral(R"({"graph_scan_first": 0, "graph_scan_every": 0})"), QStringLiteral("--"),
+                   QStringLiteral(MEMLENS_PYTHON), QStringLiteral(MEMLENS_SOURCE_DIR "/tests/app/jobs/kept_outputs.py"),
+                   QStringLiteral("100"), QStringLiteral("0.05")});
+        QVERIFY(rec.waitForStarted());
+        QVERIFY2(waitForReadable(path), "the recorder's session appears");
+        MainWindow w(false);
+        w.setPollInterval(100);
+        w.resize(1400, 900);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        auto* panel = w.sessionPanel();
+        QVERIFY(QTest::qWaitFor([&] { return panel->strip()->count() >= 4; }, 60000));
+        const int before = panel->strip()->count();
+        QVERIFY(QTest::qWaitFor([&] { return panel->strip()->count() > before; }, 20000));  // and grows
+        QCOMPARE(panel->strip()->countOfPhase(QStringLiteral("train")), panel->strip()->count());
+        QCOMPARE(panel->strip()->current(), SessionState::of(w.currentDocument())->file().iterations().back().index);
+        QVERIFY2(panel->noteText().contains(QStringLiteral("without CUDA")), qPrintable(panel->noteText()));
+        QVERIFY(!w.dock(QStringLiteral("graphs"))->isVisible());  // no scan yet
+        auto* button = panel->findChild<QPushButton*>(QStringLiteral("snapshotNow"));
+        QVERIFY(button && button->isEnabled());
+        QTest::mouseClick(button, Qt::LeftButton);
+        QVERIFY2(QTest::qWaitFor([&] { return w.dock(QStringLiteral("graphs"))->isVisible(); }, 20000),
+                 "a graph scan arrives and the retained-graph docks come up");
+        auto* scans = memlens::gui::graphScansFor(w.currentDocument());
+        QVERIFY(scans && scans->scanCount() == 1);
+        auto keptRoots = [](const memlens::model::GraphScanData* scan) {
+            int n = 0;
+            for (const auto& g : scan->graphs) n += QString::fromStdString(g.root).startsWith(QStringLiteral("__main__.kept_outputs["));
+            return n;
+        };
+        QVERIFY(scans->currentScanData());
+        const int keptAtRequest = keptRoots(scans->currentScanData());
+        QVERIFY2(keptAtRequest >= 1, "the kept validation outputs are roots");
+        // the job ends: its exit scan arrives, the session stops being live
+        QVERIFY(finished(rec, 60000));
+        QCOMPARE(rec.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(rec.exitCode(), 0);
+        QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
+        scans = memlens::gui::graphScansFor(w.currentDocument());
+        QCOMPARE(scans->scanCount(), 2);
+        QCOMPARE(scans->currentScan(), 1);  // following the end
+        QCOMPARE(keptRoots(scans->currentScanData()), 100 / 3);  // one graph every 3rd step
+        // stepping back to the first iteration shows the first scan, with fewer roots
+        const auto& its = SessionState::of(w.currentDocument())->file().iterations();
+        QCOMPARE(its.size(), size_t(100));
+        w.selectIteration(its.front().index);
+        QCOMPARE(scans->currentScan(), 0);
+        QCOMPARE(keptRoots(scans->currentScanData()), keptAtRequest);
+        w.selectIteration(its.back().index);
+        QCOMPARE(scans->currentScan(), 1);
+    }
+#endif
+
+    void damagedSessionShowsABanner() {
+        const QString path = m_dir.filePath(QStringLiteral("broken.memlens"));
+        std::ofstream(path.toStdString(), std::ios::binary) << "this is not SQLite";
+        MainWindow w(false);
+        w.show();
+        QSignalSpy failed(&w, &MainWindow::openFailed);
+        w.openFiles({path});
+        QVERIFY(failed.wait(10000));
+        QVERIFY2(w.bannerMessage().startsWith(path + QStringLiteral(": ")), qPrintable(w.bannerMessage()));
+        QVERIFY(!w.bannerMessage().contains(QLatin1Char('\n')));
+        QCOMPARE(w.documentCount(), 0);
+    }
+};
+
+QTEST_MAIN(TestSessions)
+#include "tst_sessions.moc"
