@@ -51,6 +51,26 @@ struct FrameKeyHash {
     }
 };
 
+// Every frames list of the trace is hashed, so this runs over millions of ids: two frame ids
+// per multiplication, in two independent chains that the processor runs side by side.
+uint64_t hashFrames(const FrameId* ids, size_t n) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+    uint64_t a = n, b = 0x632BE59BD9B4E019ull;
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        uint64_t x, y;
+        std::memcpy(&x, ids + k, 8);
+        std::memcpy(&y, ids + k + 2, 8);
+        a = (a ^ x) * kMul;
+        a ^= a >> 32;
+        b = (b ^ y) * kMul;
+        b ^= b >> 32;
+    }
+    for (; k < n; ++k) a = (a ^ ids[k]) * kMul;
+    uint64_t h = (a ^ (b >> 1)) * kMul;
+    return h ^ (h >> 29);
+}
+
 enum class EntryKey : uint8_t { Other, Action, Addr, Size, Stream, DeviceFree, TimeUs, Frames, CompileContext, UserMetadata };
 
 // Builds the Snapshot while the pickle is read: frames, stacks and trace entries are turned
@@ -176,9 +196,7 @@ private:
         return internFrames(tmpFrames_.data(), tmpFrames_.size());
     }
     StackId internFrames(const FrameId* ids, size_t n) {
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t k = 0; k < n; ++k) h = (h ^ ids[k]) * 0x100000001b3ull;
-        h ^= h >> 29;
+        uint64_t h = hashFrames(ids, n);
         if (stackSlots_.empty() || stackCount_ * 2 >= stackSlots_.size()) growStackTable();
         size_t mask = stackSlots_.size() - 1;
         for (size_t i = h & mask;; i = (i + 1) & mask) {
