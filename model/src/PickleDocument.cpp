@@ -64,7 +64,10 @@ void PickleDocument::release(uint32_t id) {
     nd.head = nd.tail = kNone;
 }
 
-void PickleDocument::reserve(size_t nodes) { nodes_.reserve(nodes); }
+void PickleDocument::reserve(size_t nodes, size_t items) {
+    nodes_.reserve(nodes);
+    pool_.reserve(items);
+}
 
 const Value* PickleDocument::get(uint32_t dict, StringId key) const {
     const Value* found = nullptr;

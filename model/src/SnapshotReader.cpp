@@ -89,7 +89,8 @@ public:
             entryKeys_[id] = which;
         }
         rows_.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 48 + 64, uint64_t(1) << 28)));
-        doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)));
+        doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)),
+                    static_cast<size_t>(std::min<uint64_t>(fileBytes / sizeof(Value) + 64, uint64_t(1) << 28)));
     }
 
     Value collapse(PickleDocument& doc, Value v) override {
@@ -393,15 +394,19 @@ private:
         if (v.tag != Tag::Dict) fail(path, std::string("expected ") + what + " dict, found a " + tagName(v.tag));
         return v.ref;
     }
-    std::vector<Value> listItems(const Value& v, const std::string& path, const char* what) {
-        std::vector<Value> out;
+    uint32_t listNode(const Value& v, const std::string& path, const char* what) {
         if (v.tag == Tag::Stack) {  // a list of frames where another list was expected
             fail(path, std::string("expected a list of ") + what + ", found a list of frames");
         }
         if (v.tag != Tag::List && v.tag != Tag::Tuple)
             fail(path, std::string("expected a list of ") + what + ", found a " + tagName(v.tag));
-        out.reserve(doc_.node(v.ref).count);
-        doc_.forEach(v.ref, [&](const Value& x) { out.push_back(x); });
+        return v.ref;
+    }
+    std::vector<Value> listItems(const Value& v, const std::string& path, const char* what) {
+        uint32_t node = listNode(v, path, what);
+        std::vector<Value> out;
+        out.reserve(doc_.node(node).count);
+        doc_.forEach(node, [&](const Value& x) { out.push_back(x); });
         return out;
     }
 
@@ -516,21 +521,20 @@ void Builder::readTraces(const Value& tv) {
     for (size_t d = 0; d < lists.size(); ++d) {
         std::string path = "device_traces[" + std::to_string(d) + "]";
         if (lists[d].tag == Tag::None) continue;
-        auto entries = listItems(lists[d], path, "trace entry dicts");
+        uint32_t node = listNode(lists[d], path, "trace entry dicts");  // read in place: it holds every entry
         auto& ids = perDevice[d];
-        ids.reserve(entries.size());
-        for (size_t i = 0; i < entries.size(); ++i) {
-            const Value& e = entries[i];
+        ids.reserve(doc_.node(node).count);
+        doc_.forEach(node, [&](const Value& e) {
             if (e.tag == Tag::Row) {
                 ids.push_back(e.ref);
             } else if (e.tag == Tag::Dict) {
-                std::string p = path + "[" + std::to_string(i) + "]";
+                std::string p = path + "[" + std::to_string(ids.size()) + "]";
                 ids.push_back(*rowFromDict(e.ref, &p));
             } else {
-                fail(path + "[" + std::to_string(i) + "]",
+                fail(path + "[" + std::to_string(ids.size()) + "]",
                      std::string("expected a trace entry dict, found a ") + tagName(e.tag));
             }
-        }
+        });
         total += ids.size();
         deviceData(static_cast<int>(d)).hasTraceList = true;
     }

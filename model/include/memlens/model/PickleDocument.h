@@ -58,7 +58,9 @@ public:
     }
     // A node nothing refers to any more (collapsed, and its memo slot rewritten) is reused.
     void recycle(uint32_t id) { free_.push_back(id); }
-    void reserve(size_t nodes);
+    // Address space for what a file is likely to need: the kernel backs only the pages used, and
+    // the pool is not copied (and its pages touched twice) each time it would have doubled.
+    void reserve(size_t nodes, size_t items);
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }
