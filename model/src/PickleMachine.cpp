@@ -89,19 +89,16 @@ void PickleMachine::stackFull() const {
     fail("more than " + std::to_string(limits_.maxStack) + " values on the pickle stack");
 }
 
+void PickleMachine::stackUnderflow() const { fail("pickle stack underflow (corrupt file)"); }
+
 Value PickleMachine::pop() {
     size_t floor = marks_.empty() ? 0 : marks_.back();
-    if (stack_.size() <= floor) fail("pickle stack underflow (corrupt file)");
+    if (stack_.size() <= floor) stackUnderflow();
     Value v = stack_.back();
     stack_.pop_back();
     return v;
 }
 
-Value& PickleMachine::top() {
-    size_t floor = marks_.empty() ? 0 : marks_.back();
-    if (stack_.size() <= floor) fail("pickle stack underflow (corrupt file)");
-    return stack_.back();
-}
 
 size_t PickleMachine::markBase() {
     if (marks_.empty()) fail("no MARK before this opcode (corrupt file)");
@@ -446,9 +443,18 @@ memo_get: {
         push(memoGet(idx));
     MEMLENS_NEXT_OPCODE();
 }
-memoize:
-    memoPut(memo_.size(), top());
+memoize: {
+    // the common case inline: the container just made by EMPTY_DICT or EMPTY_LIST takes the next
+    // slot, the only one that refers to it
+    const Value& v = top();
+    if (v.isContainer() && nodeMemo_[v.ref] == 0 && !doc_.node(v.ref).isCollapsed() && memo_.size() < kShared - 1) {
+        memo_.push_back(encode(v));
+        nodeMemo_[v.ref] = static_cast<uint32_t>(memo_.size());
+    } else {
+        memoPut(memo_.size(), v);
+    }
     MEMLENS_NEXT_OPCODE();
+}
 binput:
     MEMLENS_NEED(1);
     memoPut(*p++, top());

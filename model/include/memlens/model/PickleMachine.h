@@ -88,7 +88,12 @@ private:
     }
     [[noreturn]] void stackFull() const;
     Value pop();
-    Value& top();
+    Value& top() {
+        size_t floor = marks_.empty() ? 0 : marks_.back();
+        if (stack_.size() <= floor) stackUnderflow();
+        return stack_.back();
+    }
+    [[noreturn]] void stackUnderflow() const;
     size_t markBase();  // pops the last MARK and returns the stack index it points to
     Value store(Value v);  // marks a container as used and applies collapsing to it
     Value resolve(Value v) const {  // a container that was absorbed stands for its collapsed value
