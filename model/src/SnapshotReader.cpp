@@ -241,6 +241,21 @@ private:
         doc_.forEach(node, [&](const Value& x) { tmpItems_.push_back(x); });
         return rowFromItems(tmpItems_.data(), tmpItems_.size(), path);
     }
+    // An integer field of a trace entry: true when one is given (None stands for "not given");
+    // on a mismatch sets bad to what was expected.
+    static bool entryInt(const Value& v, bool negativeOk, uint64_t& out, const char*& bad) {
+        if (v.tag == Tag::None) return false;
+        if (v.tag != Tag::Int && v.tag != Tag::UInt) {
+            bad = "an int";
+            return false;
+        }
+        if (!negativeOk && v.tag == Tag::Int && v.asInt() < 0) {
+            bad = "a non-negative int";
+            return false;
+        }
+        out = v.bits;
+        return true;
+    }
     std::optional<uint32_t> rowFromItems(const Value* items, size_t n, const std::string* path) {
         Action act = Action::Other;
         StringId actName = 0;
@@ -256,25 +271,11 @@ private:
             const Value& kv = items[i];
             const Value& v = items[i + 1];
             if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
-            StringId key = kv.ref;
             EntryKey which = kv.ref < entryKeys_.size() ? entryKeys_[kv.ref] : EntryKey::Other;
-            // integers: non-negative except time_us; None stands for "not given"
-            const bool isInt = v.tag == Tag::Int || v.tag == Tag::UInt;
-            if (which >= EntryKey::Addr && which <= EntryKey::TimeUs && !isInt && v.tag != Tag::None) {
-                bad = "an int";
-                badKey = key;
-                break;
-            }
-            if (which >= EntryKey::Addr && which <= EntryKey::DeviceFree && v.tag == Tag::Int && v.asInt() < 0) {
-                bad = "a non-negative int";
-                badKey = key;
-                break;
-            }
             switch (which) {
             case EntryKey::Action:
                 if (v.tag != Tag::Str) {
                     bad = "a str";
-                    badKey = key;
                     break;
                 }
                 actName = v.ref;
@@ -282,29 +283,21 @@ private:
                 haveAction = true;
                 break;
             case EntryKey::Addr:
-                if (isInt) {
-                    addr = v.bits;
-                    flags |= TraceColumns::HasAddr;
-                }
+                if (entryInt(v, false, addr, bad)) flags |= TraceColumns::HasAddr;
                 break;
-            case EntryKey::Size:
-                if (isInt) size = v.bits;
-                break;
-            case EntryKey::Stream:
-                if (isInt) stream = v.bits;
-                break;
+            case EntryKey::Size: entryInt(v, false, size, bad); break;
+            case EntryKey::Stream: entryInt(v, false, stream, bad); break;
             case EntryKey::DeviceFree:
-                if (isInt) {
-                    deviceFree = v.bits;
-                    flags |= TraceColumns::HasDeviceFree;
-                }
+                if (entryInt(v, false, deviceFree, bad)) flags |= TraceColumns::HasDeviceFree;
                 break;
-            case EntryKey::TimeUs:
-                if (isInt) {
-                    time = static_cast<int64_t>(v.bits);
+            case EntryKey::TimeUs: {
+                uint64_t t;
+                if (entryInt(v, true, t, bad)) {
+                    time = static_cast<int64_t>(t);
                     flags |= TraceColumns::HasTime;
                 }
                 break;
+            }
             case EntryKey::Frames:
                 if (v.tag == Tag::Stack) {
                     stack = v.ref;
@@ -313,7 +306,6 @@ private:
                     flags |= TraceColumns::HasFrames;
                 } else if (v.tag != Tag::None) {
                     bad = "a list of frame dicts";
-                    badKey = key;
                 }
                 break;
             case EntryKey::CompileContext:
@@ -324,6 +316,7 @@ private:
                 break;
             case EntryKey::Other: break;
             }
+            if (bad) badKey = kv.ref;
         }
         if (!haveAction && !bad) {
             if (!path) return std::nullopt;
