@@ -1,5 +1,7 @@
 #include "memlens/views/BlockMapView.h"
 
+#include "memlens/views/PlaceholderPages.h"
+
 #include "memlens/model/ByteFormat.h"
 #include "memlens/views/BlockDescription.h"
 #include "memlens/views/BlockMapCanvas.h"
@@ -12,7 +14,6 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -36,14 +37,8 @@ QString entryName(const SnapshotDocument& doc, int64_t i) {
 BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
-    m_pages = new QStackedWidget(this);
+    m_pages = new PlaceholderPages(this);
     outer->addWidget(m_pages);
-
-    m_placeholder = new QLabel(m_pages);
-    m_placeholder->setAlignment(Qt::AlignCenter);
-    m_placeholder->setWordWrap(true);
-    m_placeholder->setEnabled(false);
-    m_pages->addWidget(m_placeholder);
 
     auto* page = new QWidget(m_pages);
     auto* v = new QVBoxLayout(page);
@@ -107,7 +102,7 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
          tr("A mapped range of an expandable segment (expandable_segments:True)")},
     });
     v->addWidget(m_legend);
-    m_pages->addWidget(page);
+    m_pages->setContent(page);
 
     connect(m_canvas, &BlockMapCanvas::blockClicked, this, &BlockMapView::blockClicked);
     connect(m_canvas, &BlockMapCanvas::zoomChanged, this, [this](double z) {
@@ -145,13 +140,12 @@ void BlockMapView::deviceChanged() {
     refresh();
 }
 
-bool BlockMapView::isShowingPlaceholder() const { return m_pages->currentWidget() == m_placeholder; }
+bool BlockMapView::isShowingPlaceholder() const { return m_pages->isShowingPlaceholder(); }
 QString BlockMapView::totalsText() const { return m_totals->text(); }
 QString BlockMapView::verdictText() const { return m_verdict->isHidden() ? QString() : m_verdict->text(); }
 
 void BlockMapView::showPlaceholder(const QString& text) {
-    m_placeholder->setText(text);
-    m_pages->setCurrentWidget(m_placeholder);
+    m_pages->showPlaceholder(text);
     m_canvas->setState(nullptr, nullptr);
     m_verdict->hide();
 }
@@ -166,7 +160,7 @@ void BlockMapView::refresh() {
         showPlaceholder(tr("Nothing reserved on device %1 %2.").arg(m_doc->device()).arg(entryName(*m_doc, m_doc->currentEvent())));
         return;
     }
-    m_pages->setCurrentIndex(1);
+    m_pages->showContent();
     m_canvas->setState(std::make_shared<model::DeviceState>(st), m_doc->loaded().snapshot);
     updateVerdict();
     updateTotals();

@@ -1,5 +1,7 @@
 #include "memlens/views/BreakdownView.h"
 
+#include "memlens/views/PlaceholderPages.h"
+
 #include "memlens/model/ByteFormat.h"
 #include "memlens/views/BreakdownBar.h"
 #include "memlens/views/SnapshotDocument.h"
@@ -9,7 +11,6 @@
 #include <QLabel>
 #include <QPixmap>
 #include <QScrollArea>
-#include <QStackedWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -39,14 +40,8 @@ QString percent(uint64_t part, uint64_t total) {
 BreakdownView::BreakdownView(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
-    m_pages = new QStackedWidget(this);
+    m_pages = new PlaceholderPages(this);
     outer->addWidget(m_pages);
-
-    m_placeholder = new QLabel(m_pages);
-    m_placeholder->setAlignment(Qt::AlignCenter);
-    m_placeholder->setWordWrap(true);
-    m_placeholder->setEnabled(false);
-    m_pages->addWidget(m_placeholder);
 
     auto* scroll = new QScrollArea(m_pages);
     scroll->setWidgetResizable(true);
@@ -81,7 +76,7 @@ BreakdownView::BreakdownView(QWidget* parent) : QWidget(parent) {
     v->addStretch(1);
 
     scroll->setWidget(page);
-    m_pages->addWidget(scroll);
+    m_pages->setContent(scroll);
     setDocument(nullptr);
 }
 
@@ -103,7 +98,7 @@ void BreakdownView::setProcessFigures(const std::optional<model::ProcessFigures>
 
 QString BreakdownView::headlineText() const { return m_headline->text(); }
 QString BreakdownView::noteText() const { return m_note->isHidden() ? QString() : m_note->text(); }
-bool BreakdownView::isShowingPlaceholder() const { return m_pages->currentWidget() == m_placeholder; }
+bool BreakdownView::isShowingPlaceholder() const { return m_pages->isShowingPlaceholder(); }
 
 QStringList BreakdownView::rowTexts() const {
     QStringList out;
@@ -146,12 +141,11 @@ void BreakdownView::refresh() {
     if (!m_doc) {
         m_breakdown = {};
         m_bar->clear();
-        m_placeholder->setText(tr("No snapshot open.\nThis view explains where the reserved GPU memory goes, and why "
-                                  "nvidia-smi shows more than PyTorch's allocated memory."));
-        m_pages->setCurrentWidget(m_placeholder);
+        m_pages->showPlaceholder(tr("No snapshot open.\nThis view explains where the reserved GPU memory goes, and why "
+                                    "nvidia-smi shows more than PyTorch's allocated memory."));
         return;
     }
-    m_pages->setCurrentIndex(1);
+    m_pages->showContent();
     const model::DeviceState& st = m_doc->currentState();
     m_breakdown = model::computeBreakdown(st, m_process);
     m_bar->setBreakdown(m_breakdown);

@@ -1,5 +1,7 @@
 #include "memlens/views/GraphView.h"
 
+#include "memlens/views/PlaceholderPages.h"
+
 #include "memlens/model/ByteFormat.h"
 #include "memlens/views/BlockDescription.h"
 #include "memlens/views/GraphScansDocument.h"
@@ -19,7 +21,6 @@
 #include <QPainterPath>
 #include <QScrollBar>
 #include <QSplitter>
-#include <QStackedWidget>
 #include <QStyleOptionGraphicsItem>
 #include <QToolButton>
 #include <QTimer>
@@ -236,13 +237,7 @@ GraphView::GraphView(QWidget* parent) : QWidget(parent) {
     m_info->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     outer->addWidget(m_info);
 
-    m_pages = new QStackedWidget(this);
-    m_placeholder = new QLabel(m_pages);
-    m_placeholder->setAlignment(Qt::AlignCenter);
-    m_placeholder->setWordWrap(true);
-    m_placeholder->setEnabled(false);
-    m_placeholder->setMargin(12);
-    m_pages->addWidget(m_placeholder);
+    m_pages = new PlaceholderPages(this);
 
     m_split = new QSplitter(Qt::Vertical, m_pages);
     m_scene = new QGraphicsScene(this);
@@ -286,7 +281,7 @@ GraphView::GraphView(QWidget* parent) : QWidget(parent) {
     m_split->setStretchFactor(1, 1);
     details->setMinimumHeight(110);
     m_split->setCollapsible(0, false);
-    m_pages->addWidget(m_split);
+    m_pages->setContent(m_split);
     outer->addWidget(m_pages, 1);
 
     connect(m_paramsBox, &QCheckBox::toggled, this, &GraphView::setFoldParameters);
@@ -358,14 +353,11 @@ bool GraphView::foldParameters() const { return m_foldParameters; }
 bool GraphView::foldRepeats() const { return m_repeatsBox->isChecked(); }
 
 QString GraphView::titleText() const { return m_title->text(); }
-QString GraphView::placeholderText() const {
-    return m_pages->currentWidget() == m_placeholder ? m_placeholder->text() : QString();
-}
+QString GraphView::placeholderText() const { return m_pages->placeholderText(); }
 QString GraphView::statusText() const { return m_status->text(); }
 
 void GraphView::showPlaceholder(const QString& text) {
-    m_placeholder->setText(text);
-    m_pages->setCurrentWidget(m_placeholder);
+    m_pages->showPlaceholder(text);
 }
 
 void GraphView::setStatus(const QString& text) { m_status->setText(text); }
@@ -442,7 +434,7 @@ void GraphView::rebuild() {
     m_pendingGeneration = 0;
     // the graph shown stays (inert) while the next one is laid out, unless that takes a while:
     // stepping through scans does not flash a placeholder
-    const bool showing = m_pages->currentWidget() == m_split;
+    const bool showing = !m_pages->isShowingPlaceholder();
     auto clearScene = [this] {
         m_scene->clear();
         m_nodeItems.clear();
@@ -553,7 +545,7 @@ void GraphView::layoutArrived(quint64 generation, std::shared_ptr<const GraphLay
         return;
     }
     buildScene();
-    m_pages->setCurrentWidget(m_split);
+    m_pages->showContent();
     m_info->setText(m_info->text() + tr(" \u00b7 laid out in %1 ms").arg(std::lround(m_layout->seconds * 1000)));
     fitToView();
     if (m_selected < 0 && !m_folded.nodes.empty()) {

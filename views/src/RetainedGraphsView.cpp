@@ -1,5 +1,7 @@
 #include "memlens/views/RetainedGraphsView.h"
 
+#include "memlens/views/PlaceholderPages.h"
+
 #include "memlens/model/ByteFormat.h"
 #include "memlens/views/GraphScansDocument.h"
 #include "memlens/views/RetainedGraphsModel.h"
@@ -10,7 +12,6 @@
 #include <QLabel>
 #include <QSlider>
 #include <QSortFilterProxyModel>
-#include <QStackedWidget>
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -26,15 +27,8 @@ QString bytes(uint64_t b) { return QString::fromStdString(model::formatBytes(b))
 RetainedGraphsView::RetainedGraphsView(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
-    m_pages = new QStackedWidget(this);
+    m_pages = new PlaceholderPages(this);
     outer->addWidget(m_pages);
-
-    m_placeholder = new QLabel(m_pages);
-    m_placeholder->setAlignment(Qt::AlignCenter);
-    m_placeholder->setWordWrap(true);
-    m_placeholder->setEnabled(false);
-    m_placeholder->setMargin(12);
-    m_pages->addWidget(m_placeholder);
 
     auto* page = new QWidget(m_pages);
     auto* v = new QVBoxLayout(page);
@@ -91,7 +85,7 @@ RetainedGraphsView::RetainedGraphsView(QWidget* parent) : QWidget(parent) {
     m_tree->setColumnWidth(RetainedGraphsModel::GrowthColumn, 300);
     m_tree->setColumnWidth(RetainedGraphsModel::SavedColumn, 150);
     v->addWidget(m_tree, 1);
-    m_pages->addWidget(page);
+    m_pages->setContent(page);
 
     connect(m_slider, &QSlider::valueChanged, this, [this](int value) {
         if (!m_updating && m_scans) m_scans->setCurrentScan(value);
@@ -122,27 +116,23 @@ void RetainedGraphsView::setGraphScans(GraphScansDocument* scans) {
 }
 
 QString RetainedGraphsView::summaryText() const { return m_summary->text(); }
-QString RetainedGraphsView::placeholderText() const {
-    return m_pages->currentWidget() == m_placeholder ? m_placeholder->text() : QString();
-}
+QString RetainedGraphsView::placeholderText() const { return m_pages->placeholderText(); }
 
 void RetainedGraphsView::reload() {
     if (!m_scans) {
         m_model->setScans(nullptr, -1);
-        m_placeholder->setText(tr("No session open.\nOpen a .memlens session recorded with `memlens-cli record`: the "
-                                  "agent scans for autograd graphs that something keeps alive."));
-        m_pages->setCurrentWidget(m_placeholder);
+        m_pages->showPlaceholder(tr("No session open.\nOpen a .memlens session recorded with `memlens-cli record`: the "
+                                    "agent scans for autograd graphs that something keeps alive."));
         return;
     }
     if (m_scans->scanCount() == 0) {
         m_model->setScans(nullptr, -1);
-        m_placeholder->setText(tr("No graph scans in this session.\nThe agent scans at the first 10 iterations, then at "
-                                  "every 10th, at exit and on request (SIGUSR1 to the recorder); "
-                                  "`{\"graph_scans\": false}` turns them off."));
-        m_pages->setCurrentWidget(m_placeholder);
+        m_pages->showPlaceholder(tr("No graph scans in this session.\nThe agent scans at the first 10 iterations, then at "
+                                    "every 10th, at exit and on request (SIGUSR1 to the recorder); "
+                                    "`{\"graph_scans\": false}` turns them off."));
         return;
     }
-    m_pages->setCurrentIndex(1);
+    m_pages->showContent();
     {
         const QSignalBlocker block(m_slider);
         m_slider->setRange(0, m_scans->scanCount() - 1);

@@ -1,5 +1,7 @@
 #include "memlens/views/StackView.h"
 
+#include "memlens/views/PlaceholderPages.h"
+
 #include "memlens/model/ByteFormat.h"
 #include "memlens/views/SnapshotDocument.h"
 #include "memlens/views/StackModel.h"
@@ -10,7 +12,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QStackedWidget>
 #include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -62,13 +63,12 @@ StackView::StackView(QWidget* parent) : QWidget(parent) {
     head->addWidget(m_copy);
     v->addLayout(head);
 
-    m_pages = new QStackedWidget(this);
-    m_placeholder = new QLabel(m_pages);
-    m_placeholder->setWordWrap(true);
-    m_placeholder->setAlignment(Qt::AlignLeft | Qt::AlignTop);
-    m_placeholder->setTextFormat(Qt::RichText);
-    m_placeholder->setMargin(8);
-    m_pages->addWidget(m_placeholder);
+    m_pages = new PlaceholderPages(this);
+    // the stack's placeholder explains at length, with links: top-left, rich text, not greyed
+    m_pages->label()->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_pages->label()->setTextFormat(Qt::RichText);
+    m_pages->label()->setMargin(8);
+    m_pages->label()->setEnabled(true);
 
     m_model = new StackModel(this);
     m_tree = new QTreeView(m_pages);
@@ -87,7 +87,7 @@ StackView::StackView(QWidget* parent) : QWidget(parent) {
     copyAction->setShortcutContext(Qt::WidgetShortcut);
     connect(copyAction, &QAction::triggered, this, &StackView::copy);
     m_tree->addAction(copyAction);
-    m_pages->addWidget(m_tree);
+    m_pages->setContent(m_tree);
     v->addWidget(m_pages, 1);
 
     connect(m_copy, &QToolButton::clicked, this, &StackView::copy);
@@ -118,7 +118,7 @@ void StackView::setDocument(SnapshotDocument* doc) {
 }
 
 QString StackView::titleText() const { return m_title->text(); }
-QString StackView::placeholderText() const { return m_pages->currentWidget() == m_placeholder ? m_placeholder->text() : QString(); }
+QString StackView::placeholderText() const { return m_pages->placeholderText(); }
 
 void StackView::setShowAll(bool all) {
     if (all)
@@ -137,8 +137,7 @@ void StackView::refresh() {
     if (!m_doc) {
         m_model->clear();
         m_title->setText(tr("No snapshot open"));
-        m_placeholder->setText(tr("The stack of the selected allocation appears here."));
-        m_pages->setCurrentWidget(m_placeholder);
+        m_pages->showPlaceholder(tr("The stack of the selected allocation appears here."));
         m_copy->setEnabled(false);
         m_expand->setEnabled(false);
         return;
@@ -163,10 +162,10 @@ void StackView::refresh() {
     m_copy->setEnabled(have);
     m_expand->setEnabled(have);
     if (have) {
-        m_pages->setCurrentWidget(m_tree);
+        m_pages->showContent();
         return;
     }
-    m_placeholder->setText(tr(
+    m_pages->showPlaceholder(tr(
         "<b>No stack was recorded for this allocation.</b> Possible reasons:<ul>"
         "<li>it was allocated before recording started, so its <tt>alloc</tt> entry is not in the trace;</li>"
         "<li>history was recorded without stacks (<tt>_record_memory_history(stacks=...)</tt> or "
@@ -175,7 +174,6 @@ void StackView::refresh() {
         "<li>it ran on a thread without Python frames (backward on the autograd thread) and only Python "
         "stacks were recorded;</li>"
         "<li>the file is a torch 2.0 snapshot or a state dump without frames.</li></ul>"));
-    m_pages->setCurrentWidget(m_placeholder);
 }
 
 } // namespace memlens::views

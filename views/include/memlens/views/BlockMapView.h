@@ -13,11 +13,11 @@
 
 class QLabel;
 class QScrollArea;
-class QStackedWidget;
 class QToolButton;
 
 namespace memlens::views {
 
+class PlaceholderPages;
 class BlockMapCanvas;
 class ColorLegend;
 class SnapshotDocument;
@@ -47,8 +47,7 @@ private:
     void updateTotals();
 
     QPointer<SnapshotDocument> m_doc;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_placeholder = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QLabel* m_verdict = nullptr;
     QLabel* m_totals = nullptr;
     QLabel* m_scale = nullptr;

@@ -13,10 +13,10 @@
 
 class QGridLayout;
 class QLabel;
-class QStackedWidget;
 
 namespace memlens::views {
 
+class PlaceholderPages;
 class BreakdownBar;
 class SnapshotDocument;
 
@@ -51,8 +51,7 @@ private:
     QPointer<SnapshotDocument> m_doc;
     std::optional<model::ProcessFigures> m_process;
     model::MemoryBreakdown m_breakdown;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_placeholder = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QLabel* m_headline = nullptr;
     BreakdownBar* m_bar = nullptr;
     QGridLayout* m_grid = nullptr;

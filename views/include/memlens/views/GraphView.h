@@ -22,13 +22,13 @@ class QGraphicsScene;
 class QGraphicsView;
 class QLabel;
 class QSplitter;
-class QStackedWidget;
 class QToolButton;
 class QTreeWidget;
 class QTreeWidgetItem;
 
 namespace memlens::views {
 
+class PlaceholderPages;
 class GraphScansDocument;
 class SnapshotDocument;
 
@@ -117,8 +117,7 @@ private:
     QCheckBox* m_paramsBox = nullptr;
     QCheckBox* m_repeatsBox = nullptr;
     QToolButton* m_fit = nullptr;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_placeholder = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QSplitter* m_split = nullptr;
     QGraphicsScene* m_scene = nullptr;
     QGraphicsView* m_view = nullptr;

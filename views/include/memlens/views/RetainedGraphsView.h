@@ -12,12 +12,12 @@
 class QLabel;
 class QSlider;
 class QSortFilterProxyModel;
-class QStackedWidget;
 class QToolButton;
 class QTreeView;
 
 namespace memlens::views {
 
+class PlaceholderPages;
 class GraphScansDocument;
 class RetainedGraphsModel;
 class SnapshotDocument;
@@ -47,8 +47,7 @@ private:
     QPointer<GraphScansDocument> m_scans;
     RetainedGraphsModel* m_model = nullptr;
     QSortFilterProxyModel* m_proxy = nullptr;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_placeholder = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QLabel* m_iteration = nullptr;
     QLabel* m_summary = nullptr;
     QSlider* m_slider = nullptr;

@@ -9,12 +9,12 @@
 #include <QWidget>
 
 class QLabel;
-class QStackedWidget;
 class QToolButton;
 class QTreeView;
 
 namespace memlens::views {
 
+class PlaceholderPages;
 class SnapshotDocument;
 class StackModel;
 
@@ -44,8 +44,7 @@ private:
     QLabel* m_title = nullptr;
     QToolButton* m_expand = nullptr;
     QToolButton* m_copy = nullptr;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_placeholder = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QTreeView* m_tree = nullptr;
 };
 
