@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -109,7 +110,8 @@ int printSummary(const SessionFile& f, const std::string& file) {
 int recordCommand(const std::vector<std::string>& args) {
     // Options up to "--" or the first word that is not an option; the rest is the command.
     static const std::set<std::string> valued = {"output", "snapshot-every", "snapshot-iterations", "snapshot-period",
-                                                 "max-entries", "stacks", "sample-interval", "agent-config"};
+                                                 "max-entries", "stacks", "stack-depth", "sample-interval",
+                                                 "agent-config"};
     static const std::set<std::string> flags = {"no-exit-snapshot", "no-oom-snapshot", "quiet", "manual-steps"};
     std::vector<std::string> mine, command;
     size_t i = 0;
@@ -168,6 +170,14 @@ int recordCommand(const std::vector<std::string>& args) {
     if (o.capture.stacks != "python" && o.capture.stacks != "all" && o.capture.stacks != "none" &&
         o.capture.stacks != "default")
         throw UsageError("--stacks is python, all or none");
+    if (auto v = a.value("stack-depth")) {
+        // The innermost N frames of every stack are kept; without the option, all of them.
+        long long n = 0;
+        auto r = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (v->empty() || r.ec != std::errc() || r.ptr != v->data() + v->size() || n < 1)
+            throw UsageError("--stack-depth needs a number of frames, 1 or more, got '" + *v + "'");
+        o.capture.stackDepth = n;
+    }
     o.capture.exitSnapshot = !a.has("no-exit-snapshot");
     o.capture.oomSnapshot = !a.has("no-oom-snapshot");
     o.capture.manualSteps = a.has("manual-steps");
@@ -227,7 +237,8 @@ int sessionCommand(const std::vector<std::string>& args) {
         j["iterations"] = std::move(its);
         Json snaps = Json::array();
         for (const auto& s : f.snapshots())
-            snaps.push_back({{"id", s.id}, {"iteration", s.iteration}, {"trigger", s.trigger}, {"bytes", s.bytes}});
+            snaps.push_back({{"id", s.id}, {"iteration", s.iteration}, {"trigger", s.trigger}, {"bytes", s.bytes},
+                             {"info", parsedOr(s.infoJson, Json::object())}});
         j["snapshots"] = std::move(snaps);
         j["samples"] = f.samples().size();
         j["markers"] = f.markers().size();

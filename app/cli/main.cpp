@@ -27,6 +27,8 @@ const char* kUsage =
     "      --max-entries N                      allocator history kept (default 100000)\n"
     "      --stacks python|all|none             stack frames recorded (default: python;\n"
     "                                           C++ programs: all)\n"
+    "      --stack-depth N                      keep the innermost N frames of each stack in the\n"
+    "                                           snapshots (default: all; Python jobs only)\n"
     "      --manual-steps                       only memlens_agent.mark_step() ends iterations\n"
     "      --agent-config JSON                  more agent settings, e.g. '{\"graph_scans\": false}'\n"
     "      --no-exit-snapshot, --no-oom-snapshot, --sample-interval MS (NVML, default 500), --quiet\n"

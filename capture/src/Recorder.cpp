@@ -50,6 +50,7 @@ json CaptureConfig::toJson() const {
     j["snapshot_period_s"] = snapshotPeriodSeconds;
     j["max_entries"] = maxEntries;
     j["stacks"] = stacks;
+    j["stack_depth"] = stackDepth > 0 ? json(stackDepth) : json(nullptr);  // null: all frames
     j["exit_snapshot"] = exitSnapshot;
     j["oom_snapshot"] = oomSnapshot;
     j["manual_steps"] = manualSteps;
@@ -67,11 +68,13 @@ CaptureConfig CaptureConfig::fromJson(const json& j) {
     c.snapshotPeriodSeconds = j.value("snapshot_period_s", 0.0);
     c.maxEntries = j.value("max_entries", int64_t(100000));
     c.stacks = j.value("stacks", std::string("default"));
+    if (auto it = j.find("stack_depth"); it != j.end() && it->is_number_integer() && it->get<int64_t>() > 0)
+        c.stackDepth = it->get<int64_t>();
     c.exitSnapshot = j.value("exit_snapshot", true);
     c.oomSnapshot = j.value("oom_snapshot", true);
     c.manualSteps = j.value("manual_steps", false);
     static const std::set<std::string> known = {"snapshot_every", "snapshot_iterations", "snapshot_period_s",
-                                                "max_entries", "stacks", "exit_snapshot", "oom_snapshot",
+                                                "max_entries", "stacks", "stack_depth", "exit_snapshot", "oom_snapshot",
                                                 "manual_steps"};
     for (auto& [k, v] : j.items())
         if (!known.count(k)) c.agentExtra[k] = v;

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <type_traits>
 
 namespace memlens::capture {
@@ -38,6 +39,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr const char* kAgent = "c++ 0.1.0";
+
+// Why --stack-depth (CaptureConfig::stackDepth) is not applied by this library.
+constexpr const char* kStackDepthNote =
+    "its snapshots come already pickled from torch::cuda::_memory_snapshot_pickled() and are stored "
+    "with every frame (only the Python agent trims stacks)";
 
 int64_t nowUs() { return model::sessionNowUs(); }
 
@@ -156,7 +162,11 @@ bool Session::Impl::takeSnapshot(const std::string& trigger, int64_t iteration, 
     }
     json head = {{"t", "snapshot"}, {"iteration", iteration}, {"trigger", trigger}, {"time_us", t},
                  {"info", {{"torch", TORCH_VERSION}, {"max_entries", cfg.maxEntries}, {"stacks", cfg.stacks},
-                           {"producer", "torch::cuda::_memory_snapshot_pickled"}}}};
+                           {"stack_depth", nullptr}, {"producer", "torch::cuda::_memory_snapshot_pickled"}}}};
+    if (cfg.stackDepth > 0) {
+        head["info"]["stack_depth_requested"] = cfg.stackDepth;
+        head["info"]["stack_depth_note"] = kStackDepthNote;
+    }
     bool ok = send(head, std::move(bytes), keep);
     if (!ok)
         send({{"t", "marker"}, {"time_us", t}, {"iteration", iteration}, {"name", "snapshot_dropped"},
@@ -265,6 +275,16 @@ Session::Session(SessionOptions o) : impl_(std::make_unique<Impl>()) {
 
     std::string cudaVersion;
     json info = json::object();
+    if (I.cfg.stackDepth > 0) {
+        // --stack-depth is not applied here (capture/README.md): said once on stderr, in the
+        // process record and in every snapshot's info.
+        info["stack_depth"] = {{"requested", I.cfg.stackDepth}, {"applied", false}, {"note", kStackDepthNote}};
+        static std::once_flag said;
+        std::call_once(said, [&] {
+            std::fprintf(stderr, "memlens: stack depth %lld is not applied by the C++ capture library: %s\n",
+                         static_cast<long long>(I.cfg.stackDepth), kStackDepthNote);
+        });
+    }
 #if defined(MEMLENS_CAPTURE_CUDA)
 #if defined(CUDART_VERSION)
     cudaVersion = std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);

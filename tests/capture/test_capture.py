@@ -384,6 +384,98 @@ def case_cxx():
     check(s["process"]["info"]["agent"].startswith("c++"), "the process record names the C++ library")
 
 
+def case_stack_depth():
+    """--stack-depth N: passed to the agent, which keeps the innermost N frames of every stack
+    (a real snapshot stands in for the CPU build's missing allocator: jobs/stack_depth.py); bad
+    values are usage errors; the C++ library says it does not apply it."""
+    import pickle
+
+    out = os.path.join(TMP, "depth-config.memlens")
+    rc, so, se = record(out, py("stack_depth.py"), options=["--quiet", "--stack-depth", "3"])
+    check(rc == 0, "the job exits 0 (%s)" % se.strip()[-300:])
+    got = json.loads(so.strip().splitlines()[-1])
+    check(got["config"].get("stack_depth") == 3 and got["stack_depth"] == 3,
+          "the agent received stack_depth 3 (%r)" % got)
+    s = session(out)
+    check(s["process"]["info"]["recorder"]["capture"]["stack_depth"] == 3, "the process record keeps the option")
+
+    rc, so, se = record(os.path.join(TMP, "depth-none.memlens"), py("stack_depth.py"), options=["--quiet"])
+    got = json.loads(so.strip().splitlines()[-1])
+    check(rc == 0 and got["config"].get("stack_depth") is None and got["stack_depth"] == 0,
+          "without the option: stack_depth null, every frame kept (%r)" % got)
+
+    for bad in ("0", "-1", "x", "2.5", ""):
+        path = os.path.join(TMP, "depth-bad.memlens")
+        rc, so, se = record(path, py("stack_depth.py"), options=["--stack-depth", bad])
+        first = se.splitlines()[0] if se else ""
+        errors = [l for l in se.splitlines() if l.startswith("memlens-cli:")]
+        check(rc == 2 and len(errors) == 1 and first.startswith("memlens-cli: --stack-depth") and
+              repr(bad)[1:-1] in first and not os.path.exists(path),
+              "--stack-depth %r: usage error, exit 2, one line: %r" % (bad, first))
+    rc, so, se = record(os.path.join(TMP, "depth-eq.memlens"), py("stack_depth.py"), options=["--stack-depth=0"])
+    check(rc == 2 and se.startswith("memlens-cli: --stack-depth"), "--stack-depth=0: usage error")
+
+    if not A.pickle:
+        print("no real snapshot (--pickle): the trimming through the agent is not tested here")
+    else:
+        with open(A.pickle, "rb") as f:
+            original = pickle.load(f)
+        for depth, opts in ((3, ["--stack-depth", "3"]), (None, [])):
+            out = os.path.join(TMP, "depth-snap-%s.memlens" % depth)
+            rc, so, se = record(out, py("stack_depth.py", A.pickle), options=["--quiet"] + opts)
+            check(rc == 0, "depth %s: the job's snapshot was taken (exit %d, %s)" % (depth, rc, se.strip()[-300:]))
+            s = session(out)
+            check([x["trigger"] for x in s["snapshots"]] == ["request", "exit"], "a requested and an exit snapshot")
+            for x in s["snapshots"]:
+                path = os.path.join(TMP, "depth-%s-%d.pickle" % (depth, x["id"]))
+                rc, _, se = cli("export", out, "--snapshot", str(x["id"]), "-o", path)
+                check(rc == 0, "exported (%s)" % se.strip())
+                with open(path, "rb") as f:
+                    snap = pickle.load(f)
+                pairs = []  # (trimmed stack, original stack), walked in step
+
+                def walk(a, b):
+                    if isinstance(a, dict):
+                        assert isinstance(b, dict) and list(a) == list(b)
+                        for k in a:
+                            if k == "frames":
+                                pairs.append((a[k], b[k]))
+                            else:
+                                walk(a[k], b[k])
+                    elif isinstance(a, (list, tuple)):
+                        assert len(a) == len(b)
+                        for u, v in zip(a, b):
+                            walk(u, v)
+                    else:
+                        assert a == b, (a, b)
+
+                try:
+                    walk(snap, original)
+                except AssertionError as e:
+                    raise Failure("depth %s: the snapshot differs outside its stacks: %r" % (depth, e))
+                longest = max(len(a) for a, _ in pairs)
+                want = 3 if depth else max(len(b) for _, b in pairs)
+                check(len(pairs) > 1000 and all(a == b[:want] for a, b in pairs) and longest == want,
+                      "depth %s: %d stacks, each the innermost %d frames of the original (longest %d)" %
+                      (depth, len(pairs), want, longest))
+                info = x.get("info", {})
+                check(info.get("stack_depth") == depth and (info.get("stacks_trimmed", 0) > 0) == bool(depth),
+                      "depth %s: the snapshot's info says so (%r)" % (depth, info))
+                os.remove(path)
+
+    if not A.example:
+        print("the C++ capture library was not built (no LibTorch): its note is not tested")
+        return None
+    out = os.path.join(TMP, "depth-cxx.memlens")
+    rc, so, se = record(out, [A.example, "--epochs", "1"], options=["--quiet", "--stack-depth", "3"])
+    check(rc == 0, "C++ program under the recorder with --stack-depth 3: exit 0")
+    lines = [l for l in se.splitlines() if "stack depth" in l]
+    check(len(lines) == 1 and "not applied" in lines[0], "the C++ library says once that it does not apply it: %r" % lines)
+    note = s_note = session(out)["process"]["info"].get("stack_depth")
+    check(isinstance(note, dict) and note.get("requested") == 3 and note.get("applied") is False and note.get("note"),
+          "and its process record says so: %r" % s_note)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

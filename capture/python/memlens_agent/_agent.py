@@ -10,7 +10,8 @@ imported. Then it:
   enables the allocator's history (_record_memory_history, per torch version) and registers the
   out-of-memory observer;
 * takes allocator snapshots at the configured iterations, on the recorder's request, at an
-  out-of-memory error and at exit, and hands them to the sender thread (_channel.py).
+  out-of-memory error and at exit, and hands them to the sender thread (_channel.py), which trims
+  their stacks to the configured depth (stack_depth, _trim.py) and pickles them.
 
 Iterations. One iteration per step as the user counts them:
 * a loop over a DataLoader: one iteration per batch of the loader that drives the loop; further
@@ -36,7 +37,7 @@ import sys
 import threading
 import time
 
-from . import _channel
+from . import _channel, _trim
 
 VERSION = "0.1.0"
 
@@ -100,6 +101,10 @@ class Agent(object):
         self.snapshot_ranges = [(int(a), int(b)) for a, b in ranges]
         self.snapshot_every = int(config.get("snapshot_every") or 0)
         self.snapshot_period = float(config.get("snapshot_period_s") or 0)
+        try:
+            self.stack_depth = max(int(config.get("stack_depth") or 0), 0)  # 0: every frame
+        except (TypeError, ValueError):
+            self.stack_depth = 0
         from . import graphs_agent  # retained-graph scans (README-graphs.md)
 
         self.graphs = graphs_agent.GraphScans(self, config)
@@ -299,10 +304,13 @@ class Agent(object):
         except Exception as e:
             self.error("snapshot", e)
             return False
+        depth = self.stack_depth
         head = {"t": "snapshot", "iteration": iteration, "trigger": trigger, "time_us": t,
                 "info": {"torch": self.torch.__version__, "max_entries": self.cfg.get("max_entries"),
-                         "stacks": self.cfg.get("stacks")}}
-        ok = self.ch.send_pickled(head, snap, keep=keep)
+                         "stacks": self.cfg.get("stacks"), "stack_depth": depth or None}}
+        # --stack-depth: trimmed on the sender thread, before pickling (_trim.py).
+        prepare = _trim.trimmer(depth) if depth else None
+        ok = self.ch.send_pickled(head, snap, keep=keep, prepare=prepare)
         if not ok and not self.ch.dead:
             self.ch.send({"t": "marker", "time_us": t, "iteration": iteration, "name": "snapshot_dropped",
                           "data": {"trigger": trigger, "reason": "the sender is still busy with earlier snapshots"}})

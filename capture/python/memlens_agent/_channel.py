@@ -133,9 +133,10 @@ class Channel(object):
             self._queued_bytes += len(data)
             self._last_flush = _monotonic()
 
-    def send_pickled(self, head, obj, keep=False):
+    def send_pickled(self, head, obj, keep=False, prepare=None):
         """head plus pickle.dumps(obj) as the blob, pickled on the sender thread. keep: ignore
-        the bounds (out-of-memory and exit snapshots)."""
+        the bounds (out-of-memory and exit snapshots). prepare(obj, head) -> obj, when given,
+        runs on the sender thread before pickling (trimming stacks; it may add to head)."""
         with self._cv:
             if self.dead:
                 return False
@@ -145,7 +146,7 @@ class Channel(object):
                 return False
             self._queue_pending()
             self._pending_snapshots += 1
-            self._queue.append(("pickle", head, obj))
+            self._queue.append(("pickle", head, obj, prepare))
             self._cv.notify()
             return True
 
@@ -171,8 +172,10 @@ class Channel(object):
                     if not self.dead:
                         self._sock.sendall(item[1])
                 else:
-                    head, obj = item[1], item[2]
+                    head, obj, prepare = item[1], item[2], item[3]
                     item = None
+                    if prepare is not None:
+                        obj = prepare(obj, head)
                     blob = pickle.dumps(obj)  # exactly what torch.cuda.memory._dump_snapshot writes
                     obj = None
                     if not self.dead:

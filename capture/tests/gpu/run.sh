@@ -14,6 +14,9 @@
 #   leak.pickle    its last iteration snapshot, exported
 #   cxx.memlens    the C++ capture library's example (LibTorch), with a leak and an OOM
 #
+# Also recorded, in the scratch directory only: the leak job with --stack-depth 2 (no exported
+# stack longer than 2 frames; checks named "depth: ...").
+#
 #   capture/tests/gpu/run.sh RESULTS_DIR
 #
 # Environment: PYTHON (default python3: the interpreter with torch), MEMLENS_GPU_WORK (build and
@@ -203,6 +206,14 @@ if [[ -n $EXAMPLE ]]; then
   rec cxx 0 --snapshot-iterations 3,10 --max-entries 2000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
 fi
 
+# --stack-depth 2: kept in the scratch directory (RESULTS holds 8 files at most); checked in 6b.
+say "record depth (--stack-depth 2)"
+t=$SECONDS
+timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-every 10 --max-entries 2000 \
+  -- "$PY" "$HERE/jobs/leak.py"
+rc=$?
+note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expected 0), $((SECONDS - t)) s"
+
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
 "$PY" - "$CLI" "$RESULTS" "$CHECKS" <<'EOF'
@@ -290,6 +301,59 @@ if s:
          "C++ OOM observer %s" % s["process"]["info"].get("oom_observer"))
     summary["cxx"] = s
 json.dump(summary, open(os.path.join(results, ".sessions.json"), "w"))
+EOF
+
+# ---- 6b. --stack-depth 2: no stack in the exported snapshots is longer than 2 frames ------------------------
+say "checks: --stack-depth"
+"$PY" - "$CLI" "$WORK" "$CHECKS" <<'EOF'
+import json, os, pickle, subprocess, sys
+
+cli, work, checks = sys.argv[1:4]
+out = open(checks, "a")
+
+
+def note(name, ok, detail):
+    out.write(json.dumps({"name": name, "ok": bool(ok), "detail": detail}) + "\n")
+    print("  %s: %s: %s" % ("ok" if ok else "FAILED", name, detail))
+
+
+def stacks(o, found):
+    """Every 'frames' list of a snapshot: segments, blocks, 2.0's history, device_traces."""
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "frames" and isinstance(v, list):
+                found.append(v)
+            else:
+                stacks(v, found)
+    elif isinstance(o, (list, tuple)):
+        for v in o:
+            stacks(v, found)
+    return found
+
+
+path = os.path.join(work, "depth.memlens")
+p = subprocess.run([cli, "session", path, "--json", "--check"], capture_output=True, text=True)
+if p.returncode != 0:
+    note("depth: session", False, (p.stderr.strip() or "no session")[-300:])
+else:
+    s = json.loads(p.stdout)
+    snaps = s["snapshots"]
+    note("depth: snapshots", len(snaps) >= 2, "%s" % [(x["iteration"], x["trigger"], x["bytes"]) for x in snaps])
+    for x in snaps:
+        target = os.path.join(work, "depth-%d.pickle" % x["id"])
+        e = subprocess.run([cli, "export", path, "--snapshot", str(x["id"]), "-o", target], capture_output=True,
+                           text=True)
+        if e.returncode != 0:
+            note("depth: export %d" % x["id"], False, e.stderr.strip())
+            continue
+        with open(target, "rb") as f:
+            found = stacks(pickle.load(f), [])
+        longest = max((len(l) for l in found), default=0)
+        info = x.get("info", {})
+        note("depth: snapshot %d (%s)" % (x["id"], x["trigger"]),
+             bool(found) and longest <= 2 and any(len(l) == 2 for l in found) and info.get("stack_depth") == 2,
+             "%d stacks, longest %d frames; info stack_depth %r, stacks_trimmed %r" % (
+                 len(found), longest, info.get("stack_depth"), info.get("stacks_trimmed")))
 EOF
 
 # ---- 7. size limits, summary ------------------------------------------------------------------------------

@@ -19,6 +19,10 @@ struct CaptureConfig {
     // python | all | none | default (python for Python jobs, all for C++ programs, which have
     // no Python frames)
     std::string stacks = "default";
+    // At most this many frames kept per stack (the innermost ones) in stored snapshots; 0: all.
+    // Applied by the Python agent (trimmed on its sender thread); the C++ capture library does
+    // not apply it and says so (stderr, process info, snapshot info).
+    int64_t stackDepth = 0;
     bool exitSnapshot = true;
     bool oomSnapshot = true;
     // Only memlens_agent.mark_step() marks iterations (no automatic boundaries).
