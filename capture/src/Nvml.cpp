@@ -121,6 +121,28 @@ Nvml::~Nvml() {
     if (lib_) ::dlclose(lib_);
 }
 
+namespace {
+
+// The compute processes on a device through nvmlDeviceGetComputeRunningProcesses (v1 or v2: the
+// same call, different record layouts), growing the buffer while NVML says it is too small.
+template <typename Info, typename Query, typename Fn>
+void forEachProcess(Query query, nvmlDevice_t device, Fn&& fn) {
+    std::vector<Info> infos(8);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        unsigned int n = static_cast<unsigned int>(infos.size());
+        const nvmlReturn_t rc = query(device, &n, infos.data());
+        if (rc == kInsufficientSize) {
+            infos.resize(n + 8);
+            continue;
+        }
+        if (rc == kSuccess)
+            for (unsigned int k = 0; k < n && k < infos.size(); ++k) fn(infos[k].pid, infos[k].usedGpuMemory);
+        return;
+    }
+}
+
+} // namespace
+
 std::vector<Nvml::Reading> Nvml::read(const std::set<int64_t>& pids) {
     std::vector<Reading> out;
     const Api& a = *api_;
@@ -135,33 +157,8 @@ std::vector<Nvml::Reading> Nvml::read(const std::set<int64_t>& pids) {
             if (!pids.count(pid) || used == kValueNotAvailable) return;
             r.processUsed = r.processUsed.value_or(0) + used;
         };
-        if (a.processesV2) {
-            std::vector<ProcessInfoV2> infos(8);
-            for (int attempt = 0; attempt < 4; ++attempt) {
-                unsigned int n = static_cast<unsigned int>(infos.size());
-                nvmlReturn_t rc = a.processesV2(handles_[i], &n, infos.data());
-                if (rc == kInsufficientSize) {
-                    infos.resize(n + 8);
-                    continue;
-                }
-                if (rc == kSuccess)
-                    for (unsigned int k = 0; k < n && k < infos.size(); ++k) account(infos[k].pid, infos[k].usedGpuMemory);
-                break;
-            }
-        } else if (a.processesV1) {
-            std::vector<ProcessInfoV1> infos(8);
-            for (int attempt = 0; attempt < 4; ++attempt) {
-                unsigned int n = static_cast<unsigned int>(infos.size());
-                nvmlReturn_t rc = a.processesV1(handles_[i], &n, infos.data());
-                if (rc == kInsufficientSize) {
-                    infos.resize(n + 8);
-                    continue;
-                }
-                if (rc == kSuccess)
-                    for (unsigned int k = 0; k < n && k < infos.size(); ++k) account(infos[k].pid, infos[k].usedGpuMemory);
-                break;
-            }
-        }
+        if (a.processesV2) forEachProcess<ProcessInfoV2>(a.processesV2, handles_[i], account);
+        else if (a.processesV1) forEachProcess<ProcessInfoV1>(a.processesV1, handles_[i], account);
         // A process with no memory on the device is "0 bytes", not unknown.
         if (!r.processUsed && !pids.empty()) r.processUsed = 0;
         out.push_back(r);

@@ -1,6 +1,7 @@
 // MemoryBreakdown: the parts of reserved memory on hand-built states, worked out by hand; the
 // process figures that take the parts on to nvidia-smi's number; and on real snapshots, that the
 // parts always add up to reserved.
+#include "HandBuiltState.h"
 #include "Synthetic.h"
 
 #include "memlens/model/MemoryBreakdown.h"
@@ -40,24 +41,7 @@ StateSegment seg(uint64_t addr, std::vector<std::pair<uint64_t, std::pair<uint64
     return s;
 }
 
-// Totals the way StateHistory computes them.
-DeviceState stateOf(std::vector<StateSegment> segs) {
-    DeviceState st;
-    for (auto& s : segs) {
-        st.reservedBytes += s.totalSize;
-        for (const auto& b : s.blocks) {
-            if (b.kind == StateBlockKind::Free) {
-                st.freeBytes += b.size;
-                st.largestFreeBlock = std::max(st.largestFreeBlock, b.size);
-            } else {
-                st.allocatedBytes += b.size;
-                st.requestedBytes += b.requestedSize;
-            }
-        }
-        st.segments.push_back(std::move(s));
-    }
-    return st;
-}
+using handbuilt::stateOf;
 
 uint64_t sumOf(const MemoryBreakdown& b) {
     uint64_t s = 0;

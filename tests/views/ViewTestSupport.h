@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the view tests: hand-built allocator states, a small synthetic snapshot with stacks,
 // an oom entry and an expandable segment opened as a document, and the real fixtures.
+#include "../model/HandBuiltState.h"
 #include "../model/Synthetic.h"
 
 #include "memlens/views/LoadedSnapshot.h"
@@ -41,23 +42,7 @@ inline StateSegment segmentOf(uint64_t address, const std::vector<std::pair<uint
     return s;
 }
 
-inline DeviceState stateOf(std::vector<StateSegment> segments) {
-    DeviceState st;
-    for (auto& s : segments) {
-        st.reservedBytes += s.totalSize;
-        for (const auto& b : s.blocks) {
-            if (b.kind == StateBlockKind::Free) {
-                st.freeBytes += b.size;
-                st.largestFreeBlock = std::max(st.largestFreeBlock, b.size);
-            } else {
-                st.allocatedBytes += b.size;
-                st.requestedBytes += b.requestedSize;
-            }
-        }
-        st.segments.push_back(std::move(s));
-    }
-    return st;
-}
+using handbuilt::stateOf;
 
 // Two segments (one expandable), three stacks with native, torch and user frames, and a trace
 // whose entry 6 is an oom: 64 MiB asked with 22 MiB cached free and 30 MiB free on the device.
