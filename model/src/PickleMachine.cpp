@@ -219,6 +219,7 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
     if (index == memo_.size()) {
         memo_.push_back(encode(v));
     } else if (index < memo_.size()) {
+        if (memo_[index].tag == Tag::Frame) knownRuns_.clear();  // known runs may name other frames now
         memo_[index] = encode(v);
     } else if (index <= memo_.size() + 65536) {
         memo_.resize(index + 1);
@@ -313,44 +314,124 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
 }
 
 // Frames lists are the bulk of a snapshot: a run of memo gets of frames already seen, closed by
-// APPENDS. Scans one in the buffered bytes at p without consuming anything; on success returns
-// the number of bytes it spans (APPENDS included) and leaves the frame ids in runIds_.
-size_t PickleMachine::scanFrameRun(const uint8_t* p, size_t avail) {
+// APPENDS. Returns the bytes of the one at p (APPENDS included) within avail, or 0.
+size_t PickleMachine::measureFrameRun(const uint8_t* p, size_t avail) {
     avail = std::min<size_t>(avail, 8192);  // longer lists take the general path
-    if (runIds_.size() < avail / 2 + 1) runIds_.resize(avail / 2 + 1);  // a frame takes 2 bytes or more
-    uint32_t* ids = runIds_.data();
-    size_t n = 0;
     size_t pos = 0;
-    const MemoSlot* memo = memo_.data();
-    size_t memoSize = memo_.size();
     for (;;) {
+        if (pos + 2 <= avail && p[pos] == 'h')
+            pos += 2;
+        else if (pos + 5 <= avail && p[pos] == 'j')
+            pos += 5;
+        else
+            break;
+    }
+    return pos > 0 && pos < avail && p[pos] == 'e' ? pos + 1 : 0;
+}
+
+// The frame ids of a measured run into runIds_; false when a memo get is not a frame.
+bool PickleMachine::framesOfRun(const uint8_t* p, size_t len) {
+    if (runIds_.size() < len / 2) runIds_.resize(len / 2);  // a frame takes 2 bytes or more
+    size_t n = 0;
+    for (size_t pos = 0; pos + 1 < len;) {
         uint64_t idx;
-        if (pos + 2 <= avail && p[pos] == 'h') {
+        if (p[pos] == 'h') {
             idx = p[pos + 1];
             pos += 2;
-        } else if (pos + 5 <= avail && p[pos] == 'j') {
+        } else {
             idx = le32(p + pos + 1);
             pos += 5;
-        } else {
-            break;
         }
-        if (idx >= memoSize || memo[idx].tag != Tag::Frame) return 0;
-        ids[n++] = memo[idx].ref;
+        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) return false;
+        runIds_[n++] = memo_[idx].ref;
     }
     runCount_ = n;
-    if (n == 0 || pos >= avail || p[pos] != 'e') return 0;
-    return pos + 1;
+    return true;
+}
+
+namespace {
+constexpr size_t kKnownRunBytes = 4 << 20;  // bounds the cache whatever the number of distinct runs
+
+// A run's bytes hashed 8 at a time, in two independent chains.
+uint64_t hashBytes(const uint8_t* p, size_t n) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+    uint64_t a = n, b = 0x632BE59BD9B4E019ull;
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        uint64_t x, y;
+        std::memcpy(&x, p + k, 8);
+        std::memcpy(&y, p + k + 8, 8);
+        a = (a ^ x) * kMul;
+        a ^= a >> 32;
+        b = (b ^ y) * kMul;
+        b ^= b >> 32;
+    }
+    uint64_t tail[2] = {0, 0};
+    std::memcpy(tail, p + k, n - k);
+    a = (a ^ tail[0]) * kMul;
+    b = (b ^ tail[1]) * kMul;
+    uint64_t h = (a ^ (b >> 1)) * kMul;
+    return h ^ (h >> 29);
+}
+} // namespace
+
+const Value* PickleMachine::KnownRuns::find(const uint8_t* p, size_t len, uint64_t hash) const {
+    if (slots_.empty()) return nullptr;
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const Slot& s = slots_[i];
+        if (s.len == 0) return nullptr;
+        if (s.hash == hash && s.len == len && std::memcmp(bytes_.data() + s.begin, p, len) == 0) return &s.value;
+    }
+}
+
+void PickleMachine::KnownRuns::add(const uint8_t* p, size_t len, uint64_t hash, Value v) {
+    if (bytes_.size() + len > kKnownRunBytes) return;
+    if (count_ * 2 >= slots_.size()) grow();
+    size_t mask = slots_.size() - 1;
+    size_t i = hash & mask;
+    while (slots_[i].len != 0) i = (i + 1) & mask;
+    slots_[i] = {hash, static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(len), v};
+    bytes_.insert(bytes_.end(), p, p + len);
+    ++count_;
+}
+
+void PickleMachine::KnownRuns::grow() {
+    std::vector<Slot> old(std::max<size_t>(1024, slots_.size() * 2));
+    old.swap(slots_);
+    size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+        if (s.len == 0) continue;
+        size_t i = s.hash & mask;
+        while (slots_[i].len != 0) i = (i + 1) & mask;
+        slots_[i] = s;
+    }
+}
+
+void PickleMachine::KnownRuns::clear() {
+    slots_.clear();
+    bytes_.clear();
+    count_ = 0;
 }
 
 // After MARK on an empty list: a frames list read in one go from the avail bytes at p; returns
-// the bytes it took (none: anything else is left to run()).
+// the bytes it took (none: anything else is left to run()). The same bytes are the same memo
+// gets, and a memo slot holding a frame is not rewritten without emptying knownRuns_: a run seen
+// before is neither scanned nor given to the hooks again.
 size_t PickleMachine::frameRun(const uint8_t* p, size_t avail) {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
     if (nd.count != 0 || nd.used() || nd.isCollapsed()) return 0;
-    size_t len = scanFrameRun(p, avail);
+    size_t len = measureFrameRun(p, avail);
+    if (!len) return 0;
+    uint64_t hash = hashBytes(p, len);
     Value out;
-    if (!len || !hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) return 0;
+    if (const Value* known = knownRuns_.find(p, len, hash)) {
+        out = *known;
+    } else {
+        if (!framesOfRun(p, len) || !hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) return 0;
+        knownRuns_.add(p, len, hash, out);
+    }
     marks_.pop_back();
     doc_.node(id).collapse(out);
     collapsed(id, out);

@@ -204,6 +204,26 @@ TEST(SnapshotReader, InvariantViolationsAreWarningsNotErrors) {
     EXPECT_NE(s.warnings[0].find("block sizes add up to 512, total_size is 4096"), std::string::npos);
 }
 
+// Frames lists of the same bytes are absorbed once and then recognised; a PUT over the memo slot
+// of a frame in between makes the same bytes name another frame, as in Python.
+TEST(SnapshotReader, AFrameSlotRewrittenBetweenTwoEqualFramesLists) {
+    auto s = [](const std::string& t) { return "\x8c" + std::string(1, char(t.size())) + t; };
+    auto frame = [&](char memo, const std::string& name) {
+        return "}q" + std::string(1, memo) + "(" + s("filename") + s("m.py") + s("name") + s(name) + s("line") +
+               "K\x07u";
+    };
+    std::string entry = "}(" + s("action") + s("alloc") + s("addr") + "K\x01" + s("size") + "K\x02" + s("frames") +
+                        "](h\x01h\x02" "eu";  // "\x02e" would be one escape
+    std::string bytes = "\x80\x04}(" + s("pool") + "(" + frame(1, "f0") + frame(2, "f1") + frame(3, "f2") + "l" +
+                        s("segments") + "]" + s("device_traces") + "](](" + entry + "h\x03q\x01" + "0" + entry +
+                        "eeu.";
+    Snapshot snap = read(bytes);
+    const TraceColumns& t = snap.devices.at(0).trace;
+    ASSERT_EQ(t.rows(), 2u);
+    EXPECT_EQ(stackText(snap, t.stack[0]), (std::vector<std::string>{"f0@m.py:7", "f1@m.py:7"}));
+    EXPECT_EQ(stackText(snap, t.stack[1]), (std::vector<std::string>{"f2@m.py:7", "f1@m.py:7"}));
+}
+
 // Files are read in chunks of a few MB on a second thread: values that straddle chunks, and
 // one longer than a chunk, read as from memory; a truncated file fails the same way.
 TEST(SnapshotReader, FilesReadInChunksGiveWhatMemoryGives) {

@@ -27,6 +27,8 @@ public:
     // before it is used is expanded again with expandList.
     virtual bool absorbList(PickleDocument& doc, const Value* items, size_t n, Value& out) { return false; }
     // Fast path of absorbList for a list made only of frames already seen (given by their ids).
+    // For a list of the same bytes again (the same memo gets of the same frames) the machine
+    // reuses the answer without calling this.
     virtual bool absorbFrames(PickleDocument& doc, const uint32_t* frameIds, size_t n, Value& out) { return false; }
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
 };
@@ -116,7 +118,8 @@ private:
     }
     void collapsed(uint32_t id, Value c);  // rewrites the node's memo slot to the collapsed value
     size_t frameRun(const uint8_t* p, size_t avail);
-    size_t scanFrameRun(const uint8_t* p, size_t avail);
+    static size_t measureFrameRun(const uint8_t* p, size_t avail);
+    bool framesOfRun(const uint8_t* p, size_t len);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 
     ByteReader& in_;
@@ -152,6 +155,26 @@ private:
     std::vector<uint64_t> memoNumbers_;
     std::vector<uint32_t> runIds_;
     size_t runCount_ = 0;
+    // Frames lists already absorbed, by their bytes, with what the hooks made of them.
+    class KnownRuns {
+    public:
+        const Value* find(const uint8_t* p, size_t len, uint64_t hash) const;
+        void add(const uint8_t* p, size_t len, uint64_t hash, Value v);
+        void clear();
+
+    private:
+        struct Slot {
+            uint64_t hash = 0;
+            uint32_t begin = 0;
+            uint32_t len = 0;  // 0: empty
+            Value value;
+        };
+        void grow();
+        std::vector<Slot> slots_;  // open addressing; a power of two
+        std::vector<uint8_t> bytes_;
+        size_t count_ = 0;
+    };
+    KnownRuns knownRuns_;
     std::unordered_map<uint64_t, Value> sparseMemo_;
     uint64_t opOffset_ = 0;
     int protocol_ = 0;
