@@ -1,15 +1,10 @@
 #include "SessionLoader.h"
 
-#include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
+#include "memlens/views/BackgroundLoad.h"
 #include "memlens/views/SnapshotDocument.h"
 
-#include <QCoreApplication>
 #include <QFile>
-#include <QFileInfo>
-#include <QMetaObject>
-#include <QPointer>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <chrono>
 
@@ -87,49 +82,28 @@ quint64 SessionLoader::load(const QString& path, int64_t snapshotId, int64_t ite
     cancel();
     const quint64 generation = ++m_generation;
     m_running = generation;
-    auto flag = std::make_shared<std::atomic<bool>>(false);
-    m_cancel = flag;
-    QPointer<SessionLoader> self(this);
-    const std::string file = QFileInfo(path).filePath().toStdString();
-    auto post = [self](auto fn) {
-        QMetaObject::invokeMethod(
-            qApp, [self, fn]() { if (self) fn(self.data()); }, Qt::QueuedConnection);
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
+    using Result = std::shared_ptr<SessionLoadResult>;
+    views::BackgroundLoadHandlers<Result> handlers;
+    handlers.progress = [this, generation](const QString& phase, double fraction) {
+        if (m_running == generation) emit progressChanged(generation, phase, fraction);
     };
-    auto fail = [=](const QString& msg) {
-        post([=](SessionLoader* l) {
-            if (l->m_running != generation) return;
-            l->m_running = 0;
-            emit l->failed(generation, path, msg);
-        });
+    handlers.done = [this, generation](Result result) {
+        if (m_running != generation) return;
+        m_running = 0;
+        emit loaded(generation, result);
     };
-    (void)QtConcurrent::run([=]() {
-        model::LoadOptions options;
-        options.cancel = flag.get();
-        double last = -1;
-        options.progress = [&](const char* phase, double fraction) {
-            if (fraction - last < 0.01 && fraction < 1) return;
-            last = fraction;
-            const QString p = QString::fromUtf8(phase);
-            post([=](SessionLoader* l) {
-                if (l->m_running == generation) emit l->progressChanged(generation, p, fraction);
-            });
-        };
-        try {
-            auto result = std::make_shared<SessionLoadResult>(loadSession(file, snapshotId, iteration, options));
-            post([=](SessionLoader* l) {
-                if (l->m_running != generation) return;
-                l->m_running = 0;
-                emit l->loaded(generation, result);
-            });
-        } catch (const model::Cancelled&) {
-        } catch (const model::ParseError& e) {
-            fail(QString::fromStdString(e.describe(file)));
-        } catch (const std::bad_alloc&) {
-            fail(path + QStringLiteral(": not enough memory to load this file"));
-        } catch (const std::exception& e) {
-            fail(path + QStringLiteral(": ") + QString::fromUtf8(e.what()));
-        }
-    });
+    handlers.failed = [this, generation, path](const QString& message) {
+        if (m_running != generation) return;
+        m_running = 0;
+        emit failed(generation, path, message);
+    };
+    views::runBackgroundLoad<Result>(
+        this, path, m_cancel,
+        [snapshotId, iteration](const std::string& file, const model::LoadOptions& options) {
+            return std::make_shared<SessionLoadResult>(loadSession(file, snapshotId, iteration, options));
+        },
+        std::move(handlers));
     return generation;
 }
 

@@ -33,7 +33,6 @@ signals:
     void cancelled(quint64 generation, const QString& path);
 
 private:
-    struct Job;
     void finish(quint64 generation);
 
     quint64 m_generation = 0;
