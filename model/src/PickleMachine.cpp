@@ -352,13 +352,13 @@ bool PickleMachine::framesOfRun(const uint8_t* p, size_t len) {
 namespace {
 constexpr size_t kKnownRunBytes = 4 << 20;  // bounds the cache whatever the number of distinct runs
 
-// A run's bytes hashed 8 at a time, in two independent chains.
+// A run's bytes hashed 8 at a time, in two independent chains; the last 16 bytes are read as two
+// words (overlapping bytes already hashed), short runs byte by byte.
 uint64_t hashBytes(const uint8_t* p, size_t n) {
     constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
     uint64_t a = n, b = 0x632BE59BD9B4E019ull;
-    size_t k = 0;
-    for (; k + 16 <= n; k += 16) {
-        uint64_t x, y;
+    uint64_t x = 0, y = 0;
+    for (size_t k = 0; k + 16 <= n; k += 16) {
         std::memcpy(&x, p + k, 8);
         std::memcpy(&y, p + k + 8, 8);
         a = (a ^ x) * kMul;
@@ -366,10 +366,15 @@ uint64_t hashBytes(const uint8_t* p, size_t n) {
         b = (b ^ y) * kMul;
         b ^= b >> 32;
     }
-    uint64_t tail[2] = {0, 0};
-    std::memcpy(tail, p + k, n - k);
-    a = (a ^ tail[0]) * kMul;
-    b = (b ^ tail[1]) * kMul;
+    if (n >= 8) {
+        std::memcpy(&x, p + (n >= 16 ? n - 16 : 0), 8);
+        std::memcpy(&y, p + n - 8, 8);
+    } else {
+        x = y = 0;
+        for (size_t i = 0; i < n; ++i) x |= static_cast<uint64_t>(p[i]) << (8 * i);
+    }
+    a = (a ^ x) * kMul;
+    b = (b ^ y) * kMul;
     uint64_t h = (a ^ (b >> 1)) * kMul;
     return h ^ (h >> 29);
 }
