@@ -5,11 +5,18 @@
 #include "memlens/model/PickleDocument.h"
 #include "memlens/model/PickleMachine.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <cstdio>
+#include <deque>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 namespace memlens::model {
@@ -70,6 +77,55 @@ uint64_t hashFrames(const FrameId* ids, size_t n) {
     uint64_t h = (a ^ (b >> 1)) * kMul;
     return h ^ (h >> 29);
 }
+
+// Takes the page faults of memory about to be written on a second thread: the trace columns are
+// reserved up front, and each of their pages would otherwise fault on the parsing thread when
+// first written. Populating a page does not change what it holds, so a range freed meanwhile
+// (a column that outgrew its reservation) is harmless.
+class Prefaulter {
+public:
+    Prefaulter() : thread_([this] { loop(); }) {}
+    ~Prefaulter() {
+        {
+            std::lock_guard lock(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    void request(const void* begin, size_t bytes) {
+        {
+            std::lock_guard lock(m_);
+            ranges_.emplace_back(reinterpret_cast<uintptr_t>(begin), bytes);
+        }
+        cv_.notify_one();
+    }
+
+private:
+    void loop() {
+        const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        for (;;) {
+            std::pair<uintptr_t, size_t> r;
+            {
+                std::unique_lock lock(m_);
+                cv_.wait(lock, [&] { return stop_ || !ranges_.empty(); });
+                if (stop_) return;
+                r = ranges_.front();
+                ranges_.pop_front();
+            }
+            uintptr_t first = r.first & ~(page - 1);
+#ifdef MADV_POPULATE_WRITE
+            ::madvise(reinterpret_cast<void*>(first), r.first + r.second - first, MADV_POPULATE_WRITE);
+#endif
+        }
+    }
+
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::pair<uintptr_t, size_t>> ranges_;
+    bool stop_ = false;
+    std::thread thread_;  // last: starts once the members above exist
+};
 
 enum class EntryKey : uint8_t { Other, Action, Addr, Size, Stream, DeviceFree, TimeUs, Frames, CompileContext, UserMetadata };
 
@@ -355,7 +411,28 @@ private:
         t.stack.push_back(r.stack);
         t.compileContext.push_back(r.compileContext);
         t.userMetadata.push_back(r.userMetadata);
+        if (t.rows() % kPrefaultRows == 0) prefaultRows();
         return static_cast<uint32_t>(t.rows() - 1);
+    }
+    // The pages of the rows after the next kPrefaultRows, while those are being written.
+    static constexpr size_t kPrefaultRows = 16384;
+    void prefaultRows() {
+        auto& t = rows_;
+        size_t from = t.rows() + kPrefaultRows;
+        if (from + kPrefaultRows > t.action.capacity()) return;  // beyond the reservation
+        auto ahead = [&](const auto& column) {
+            prefaulter_.request(column.data() + from, kPrefaultRows * sizeof(column[0]));
+        };
+        ahead(t.action);
+        ahead(t.actionName);
+        ahead(t.flags);
+        ahead(t.addr);
+        ahead(t.size);
+        ahead(t.stream);
+        ahead(t.timeUs);
+        ahead(t.stack);
+        ahead(t.compileContext);
+        ahead(t.userMetadata);
     }
 
     // --- building from the tree
@@ -414,6 +491,7 @@ private:
     PickleDocument& doc_;
     Keys k_;
     TraceColumns rows_;
+    Prefaulter prefaulter_;
     std::unordered_map<FrameKey, FrameId, FrameKeyHash> frameIndex_;
     std::vector<FrameId> tmpFrames_;
     std::vector<Value> tmpItems_;
