@@ -61,20 +61,9 @@ void IterationStrip::paintEvent(QPaintEvent*) {
         p.drawText(rect(), Qt::AlignCenter, tr("no iterations recorded"));
         return;
     }
-    const bool thin = segmentRect(0).width() < 4;
-    for (size_t i = 0; i < m_iterations.size(); ++i) {
-        const auto& it = m_iterations[i];
-        QRectF r = segmentRect(i);
-        QColor c = phaseColor(it.phase);
-        if (!thin) r.adjust(0.5, 0, -0.5, 0);
-        p.fillRect(r, c);
-        if (std::binary_search(m_withSnapshot.begin(), m_withSnapshot.end(), it.index)) {
-            p.setPen(Qt::NoPen);
-            p.setBrush(Qt::white);
-            const double d = std::min(5.0, std::max(2.0, r.width() - 2));
-            p.drawEllipse(QPointF(r.center().x(), r.bottom() - d / 2 - 1), d / 2, d / 2);
-        }
-    }
+    const double w = segmentRect(0).width();
+    if (w < 2) paintColumns(p);
+    else paintSegments(p);
     for (size_t i = 0; i < m_iterations.size(); ++i) {
         if (m_iterations[i].index != m_current) continue;
         QRectF r = segmentRect(i).adjusted(-1, -2, 1, 2);
@@ -82,6 +71,71 @@ void IterationStrip::paintEvent(QPaintEvent*) {
         p.setBrush(Qt::NoBrush);
         p.setPen(QPen(palette().color(QPalette::Highlight), 2));
         p.drawRect(r);
+    }
+}
+
+bool IterationStrip::hasSnapshot(int64_t index) const {
+    return std::binary_search(m_withSnapshot.begin(), m_withSnapshot.end(), index);
+}
+
+void IterationStrip::paintSegments(QPainter& p) const {
+    const double w = segmentRect(0).width();
+    // labels where they fit: every iteration, or every 2nd, 5th, 10th, 20th... one
+    const QFontMetrics fm(font());
+    const double labelWidth = fm.horizontalAdvance(QString::number(m_iterations.back().index)) + 8;
+    size_t step = 1;
+    for (int k = 0; w * double(step) < labelWidth; ++k) step = k % 3 == 1 ? step * 5 / 2 : step * 2;
+    for (size_t i = 0; i < m_iterations.size(); ++i) {
+        const auto& it = m_iterations[i];
+        QRectF r = segmentRect(i);
+        if (w >= 4) r.adjust(0.5, 0, -0.5, 0);
+        p.fillRect(r, phaseColor(it.phase));
+        if (hasSnapshot(it.index)) {
+            p.setPen(Qt::NoPen);
+            p.setBrush(Qt::white);
+            const double d = std::min(5.0, std::max(2.0, r.width() - 2));
+            p.drawEllipse(QPointF(r.center().x(), r.bottom() - d / 2 - 1), d / 2, d / 2);
+        }
+        if (it.index % static_cast<int64_t>(step) == 0) {
+            p.setPen(Qt::white);
+            const QRectF text(r.center().x() - labelWidth / 2, r.top(), labelWidth, r.height() - 5);
+            p.drawText(text, Qt::AlignHCenter | Qt::AlignVCenter, QString::number(it.index));
+        }
+    }
+}
+
+void IterationStrip::paintColumns(QPainter& p) const {
+    // more iterations than pixels: one column per pixel, split top to bottom in the shares of the
+    // phases of the iterations it covers (a short eval among many train steps still shows), with
+    // a mark where any of them has a snapshot
+    const double w = segmentRect(0).width();
+    const int columns = width() - 2;
+    const double top = 3, bottom = height() - 3;
+    const std::string phases[] = {"train", "eval", "other"};
+    for (int x = 0; x < columns; ++x) {
+        const auto first = static_cast<size_t>(double(x) / w);
+        const auto last = std::min(m_iterations.size(), static_cast<size_t>(double(x + 1) / w));
+        if (first >= last) continue;
+        int counts[3] = {0, 0, 0};
+        bool snapshot = false;
+        for (size_t i = first; i < last; ++i) {
+            const std::string& ph = m_iterations[i].phase;
+            ++counts[ph == "train" ? 0 : ph == "eval" ? 1 : 2];
+            snapshot = snapshot || hasSnapshot(m_iterations[i].index);
+        }
+        const double px = 1 + x + 0.5;
+        double y = top;
+        for (int k = 0; k < 3; ++k) {
+            if (!counts[k]) continue;
+            const double h = (bottom - top) * counts[k] / double(last - first);
+            p.setPen(phaseColor(phases[k]));
+            p.drawLine(QPointF(px, y), QPointF(px, std::max(y, y + h - 1)));
+            y += h;
+        }
+        if (snapshot) {
+            p.setPen(Qt::white);
+            p.drawLine(QPointF(px, bottom - 4), QPointF(px, bottom - 1));
+        }
     }
 }
 
@@ -96,7 +150,7 @@ bool IterationStrip::event(QEvent* e) {
         const int64_t idx = iterationAt(help->pos().x());
         for (const auto& it : m_iterations) {
             if (it.index != idx) continue;
-            const bool snap = std::binary_search(m_withSnapshot.begin(), m_withSnapshot.end(), idx);
+            const bool snap = hasSnapshot(idx);
             QToolTip::showText(help->globalPos(),
                                tr("Iteration %1 (%2), %3 ms%4")
                                    .arg(idx)

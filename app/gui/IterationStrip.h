@@ -1,10 +1,13 @@
 #pragma once
 // The iterations of a session as a strip of segments, one per iteration in time order, coloured
 // by phase (train, eval, other); iterations with an allocator snapshot carry a dot; the selected
-// iteration is outlined. A click selects an iteration.
+// iteration is outlined. A click selects an iteration. Drawn with at most one primitive per pixel
+// column when iterations outnumber pixels.
 #include "memlens/model/Session.h"
 
 #include <QWidget>
+
+class QPainter;
 
 #include <vector>
 
@@ -37,6 +40,9 @@ protected:
 
 private:
     QRectF segmentRect(size_t i) const;
+    bool hasSnapshot(int64_t index) const;
+    void paintSegments(QPainter& p) const;  // a rectangle per iteration, labelled where there is room
+    void paintColumns(QPainter& p) const;   // a line per pixel column, when iterations outnumber pixels
     std::vector<model::SessionIteration> m_iterations;
     std::vector<int64_t> m_withSnapshot;  // sorted iteration indices
     int64_t m_current = 0;

@@ -388,6 +388,38 @@ private slots:
     }
 #endif
 
+    // More iterations than pixels: a column per pixel, split by the phases it covers (every 100
+    // iterations, 20 eval ones: 80% train, 20% eval in each column of 100), the snapshot marked;
+    // clicks still map to iterations.
+    void stripWithMoreIterationsThanPixels() {
+        memlens::gui::IterationStrip strip;
+        std::vector<model::SessionIteration> its;
+        for (int i = 1; i <= 40000; ++i) {
+            model::SessionIteration it;
+            it.index = i;
+            it.phase = i % 100 < 80 ? "train" : "eval";
+            its.push_back(it);
+        }
+        strip.setIterations(its, {20000});
+        strip.resize(402, 26);
+        const QImage img = strip.grab().toImage().convertToFormat(QImage::Format_RGB32);
+        const QRgb train = memlens::gui::IterationStrip::phaseColor("train").rgb();
+        const QRgb eval = memlens::gui::IterationStrip::phaseColor("eval").rgb();
+        for (int x : {1, 150, 399}) {
+            int t = 0, e = 0;
+            for (int y = 3; y < 23; ++y) {
+                t += img.pixel(x, y) == train;
+                e += img.pixel(x, y) == eval;
+            }
+            QVERIFY2(t >= 14 && t <= 17 && e >= 3 && e <= 5, qPrintable(QStringLiteral("column %1: %2 train, %3 eval").arg(x).arg(t).arg(e)));
+        }
+        QCOMPARE(img.pixel(200, 26 - 5), QColor(Qt::white).rgb());  // iteration 20000's snapshot
+        QVERIFY(img.pixel(201, 26 - 5) != QColor(Qt::white).rgb());
+        QCOMPARE(strip.iterationAt(1), int64_t(1));
+        QCOMPARE(strip.iterationAt(201), int64_t(20001));
+        QCOMPARE(strip.iterationAt(400), int64_t(39901));
+    }
+
     void damagedSessionShowsABanner() {
         const QString path = m_dir.filePath(QStringLiteral("broken.memlens"));
         std::ofstream(path.toStdString(), std::ios::binary) << "this is not SQLite";
