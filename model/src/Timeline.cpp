@@ -18,7 +18,8 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
         auto size = static_cast<int64_t>(tr.size[i]);
         switch (tr.action[i]) {
         case Action::Alloc: live -= size; break;
-        case Action::FreeCompleted: live += size; break;
+        case Action::FreeCompleted:
+        case Action::Free: live += size; break;  // old traces: free_requested + free_completed in one
         case Action::SegmentAlloc:
         case Action::SegmentMap: reserved -= size; break;
         case Action::SegmentFree:

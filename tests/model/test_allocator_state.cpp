@@ -97,6 +97,26 @@ TEST(AllocatorState, FreesOfBlocksNeverSeenAllocatedWereAllocatedBeforeRecording
     EXPECT_EQ(layout(h.stateAfter(1)), (std::vector<std::string>{"inactive@0+2097152"}));
 }
 
+// Old traces merge free_requested and free_completed into one `free` entry: the block goes back
+// to the cache and live bytes fall by its size (worked out by hand: 1000 + 5000 requested, then
+// 1000 freed).
+TEST(AllocatorState, OldMergedFreeEntries) {
+    P seg = segment(0, S,
+                    {{S, 1024, 1000, "inactive", nullptr},
+                     {S + 1024, 5120, 5000, "active_allocated", nullptr},
+                     {S + 6144, MiB2 - 6144, 0, "inactive", nullptr}});
+    Snapshot snap = read(snapshot({seg}, {{entry("segment_alloc", S, MiB2), entry("alloc", S, 1000),
+                                          entry("alloc", S + 1024, 5000), entry("free", S, 1000)}}));
+    StateHistory h(snap, 0, 1);
+    EXPECT_EQ(layout(h.stateAfter(2)), (std::vector<std::string>{"active_allocated@0+1024", "active_allocated@1024+5120",
+                                                                 "inactive@6144+2091008"}));
+    EXPECT_EQ(layout(h.stateAfter(3)),
+              (std::vector<std::string>{"inactive@0+1024", "active_allocated@1024+5120", "inactive@6144+2091008"}));
+    auto tl = computeTimeline(*snap.device(0));
+    EXPECT_EQ(tl.liveBytes, (std::vector<int64_t>{0, 1000, 6000, 5000}));
+    EXPECT_EQ(tl.reservedBytes, (std::vector<int64_t>{int64_t(MiB2), int64_t(MiB2), int64_t(MiB2), int64_t(MiB2)}));
+}
+
 TEST(AllocatorState, ExpandableSegmentsMapAndUnmap) {
     constexpr uint64_t E = 0x10000000;
     // final: pages [E, E+2M) and [E+4M, E+6M) mapped; [E+2M, E+4M) was unmapped at the end

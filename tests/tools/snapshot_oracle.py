@@ -30,7 +30,8 @@ ACTIVE_STATES = ("active_allocated", "active_pending_free")
 STATE_ALIASES = {"active_awaiting_free": "active_pending_free"}
 
 # Effect of each trace action on (live, reserved), applied forwards. Others change nothing.
-LIVE_DELTA = {"alloc": +1, "free_completed": -1}
+# "free" (old traces) is free_requested and free_completed in one entry.
+LIVE_DELTA = {"alloc": +1, "free_completed": -1, "free": -1}
 RESERVED_DELTA = {"segment_alloc": +1, "segment_map": +1, "segment_free": -1, "segment_unmap": -1}
 
 
