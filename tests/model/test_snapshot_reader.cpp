@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -263,6 +265,33 @@ TEST(SnapshotReader, FilesReadInChunksGiveWhatMemoryGives) {
     std::filesystem::remove(path);
     EXPECT_NE(fileError, "");
     EXPECT_EQ(fileError, memoryError);
+}
+
+// A file loads with progress rising to 1 while its chunks are read ahead on another thread, and a
+// cancel from the progress callback stops the load (the read-ahead thread is stopped with it).
+TEST(SnapshotReader, FileLoadReportsProgressAndCancels) {
+    std::vector<P> entries;
+    P frames = list({frame("step", "adamw.py", 5), frame("train", "train.py", 9)});
+    for (int i = 0; i < 60000; ++i)
+        entries.push_back(entry("alloc", 0x7f0000000000 + 512 * uint64_t(i), 512, frames, i));
+    std::string bytes = dumps(snapshot({}, {entries}), 4);
+    ASSERT_GT(bytes.size(), 4u << 20);  // several chunks
+    auto path = std::filesystem::temp_directory_path() / ("memlens-progress-" + std::to_string(::getpid()) + ".pickle");
+    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    std::vector<double> reading;
+    LoadOptions options;
+    options.progress = [&](const char* phase, double f) {
+        if (std::string(phase) == "reading") reading.push_back(f);
+    };
+    EXPECT_EQ(readSnapshotFile(path.string(), options).devices.at(0).trace.rows(), 60000u);
+    ASSERT_GE(reading.size(), 3u);
+    EXPECT_TRUE(std::is_sorted(reading.begin(), reading.end()));
+    EXPECT_EQ(reading.back(), 1.0);
+    std::atomic<bool> cancel{false};
+    options.cancel = &cancel;
+    options.progress = [&](const char*, double) { cancel = true; };
+    EXPECT_THROW(readSnapshotFile(path.string(), options), Cancelled);
+    std::filesystem::remove(path);
 }
 
 TEST(SnapshotReader, EveryRealSnapshotLoadsAndKeepsItsInvariants) {
