@@ -35,14 +35,24 @@ const char* tagName(Tag t) {
 }
 
 
+namespace {
+bool rowsInOrder(const Value* first, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (first[i].tag != Tag::Row || first[i].ref != first[0].ref + i) return false;
+    return true;
+}
+} // namespace
+
 void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
     if (n == 0) return;
     Node& nd = nodes_[id];
-    auto poolEnd = static_cast<uint32_t>(pool_.size());
-    if (nd.tail != kNone && chunks_[nd.tail].begin + chunks_[nd.tail].count == poolEnd) {
+    bool rows = nd.kind == Tag::List && rowsInOrder(first, n);
+    auto begin = rows ? first[0].ref : static_cast<uint32_t>(pool_.size());
+    const Chunk* tail = nd.tail == kNone ? nullptr : &chunks_[nd.tail];
+    if (tail && tail->rowRange == rows && uint64_t(tail->begin) + tail->count == begin) {  // continues the last chunk
         chunks_[nd.tail].count += static_cast<uint32_t>(n);
     } else {
-        chunks_.push_back({poolEnd, static_cast<uint32_t>(n), kNone});
+        chunks_.push_back({begin, static_cast<uint32_t>(n), kNone, rows});
         auto c = static_cast<uint32_t>(chunks_.size() - 1);
         if (nd.tail == kNone)
             nd.head = c;
@@ -50,13 +60,13 @@ void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
             chunks_[nd.tail].next = c;
         nd.tail = c;
     }
-    pool_.insert(pool_.end(), first, first + n);
+    if (!rows) pool_.insert(pool_.end(), first, first + n);
     nd.count += static_cast<uint32_t>(n);
 }
 
 void PickleDocument::release(uint32_t id) {
     Node& nd = nodes_[id];
-    if (nd.head == kNone || nd.head != nd.tail) return;
+    if (nd.head == kNone || nd.head != nd.tail || chunks_[nd.head].rowRange) return;
     const Chunk& ch = chunks_[nd.head];
     if (ch.begin + ch.count != pool_.size()) return;
     pool_.resize(ch.begin);

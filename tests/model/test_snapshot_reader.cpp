@@ -206,6 +206,22 @@ TEST(SnapshotReader, InvariantViolationsAreWarningsNotErrors) {
     EXPECT_NE(s.warnings[0].find("block sizes add up to 512, total_size is 4096"), std::string::npos);
 }
 
+// A trace list keeps rows appended in order as a range; an entry object listed twice (a memo get
+// of the same row) breaks the range, and every protocol still gives the entries in list order.
+TEST(SnapshotReader, TraceListWithAnEntryListedTwice) {
+    P fl = list({frame("f", "m.py", 1)});
+    P first = entry("alloc", 0x1000, 10, fl, 1);
+    P root = snapshot({}, {{first, entry("alloc", 0x2000, 20, fl, 2), first,
+                            entry("free_requested", 0x2000, 20, fl, 3)}});
+    for (int proto : {0, 2, 4}) {
+        SCOPED_TRACE(proto);
+        Snapshot s = read(root, proto);
+        const TraceColumns& t = s.devices.at(0).trace;
+        EXPECT_EQ(t.addr, (std::vector<uint64_t>{0x1000, 0x2000, 0x1000, 0x2000}));
+        EXPECT_EQ(t.timeUs, (std::vector<int64_t>{1, 2, 1, 3}));
+    }
+}
+
 // Frames lists of the same bytes are absorbed once and then recognised; a PUT over the memo slot
 // of a frame in between makes the same bytes name another frame, as in Python.
 TEST(SnapshotReader, AFrameSlotRewrittenBetweenTwoEqualFramesLists) {

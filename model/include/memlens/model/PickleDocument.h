@@ -36,9 +36,10 @@ public:
     };
     static_assert(sizeof(Value) == 16);
     struct Chunk {
-        uint32_t begin;
+        uint32_t begin;  // index into the pool, or for a row range the first row
         uint32_t count;
         uint32_t next;
+        bool rowRange = false;  // the rows begin, begin + 1, ... (a trace list), stored as a range
     };
     static constexpr uint32_t kNone = ~uint32_t(0);
 
@@ -65,7 +66,8 @@ public:
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }
 
-    // Appends values to a container node.
+    // Appends values to a container node. Rows in order appended to a list take no room in the
+    // pool: a trace of millions of entries is such a list.
     void append(uint32_t id, const Value* first, size_t n);
     // Drops the node's items if they are at the end of the pool (after collapsing it).
     void release(uint32_t id);
@@ -74,10 +76,14 @@ public:
     void forEach(uint32_t id, F&& f) const {
         for (uint32_t c = nodes_[id].head; c != kNone; c = chunks_[c].next) {
             const Chunk& ch = chunks_[c];
-            for (uint32_t i = 0; i < ch.count; ++i) f(pool_[ch.begin + i]);
+            if (ch.rowRange) {
+                for (uint32_t i = 0; i < ch.count; ++i) f(Value::node(Tag::Row, ch.begin + i));
+            } else {
+                for (uint32_t i = 0; i < ch.count; ++i) f(pool_[ch.begin + i]);
+            }
         }
     }
-    // For dicts: calls f(key, value) for each pair.
+    // For dicts (which hold no row ranges): calls f(key, value) for each pair.
     template <class F>
     void forEachPair(uint32_t id, F&& f) const {
         const Value* key = nullptr;
