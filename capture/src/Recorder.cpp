@@ -320,8 +320,10 @@ private:
                 while (::read(wake_[0], drain, sizeof drain) > 0) {
                 }
             }
-            if (snapshotRequest_.exchange(false)) sendRequests();
             if (fds[1].revents & POLLIN) accept();
+            // a request that came before the agent connected waits for it (the job may still be
+            // starting, or its connection not yet accepted)
+            if (!conns_.empty() && snapshotRequest_.exchange(false)) sendRequests();
             for (size_t k = 0; k < polled.size(); ++k)
                 if (fds[2 + k].revents & (POLLERR | POLLNVAL)) conns_[polled[k]].failed = true;
             for (auto& c : conns_) {

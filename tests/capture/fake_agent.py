@@ -7,11 +7,11 @@ pickle). Run under `memlens-cli record -- python3 fake_agent.py ...`.
 
   fake_agent.py flood --iterations N --markers N --samples N --snapshots 50,100,150 [--pickle F]
       prints one JSON line: what it sent and how long sending took
-  fake_agent.py request [--pickle F] [--iterations N]
+  fake_agent.py request [--pickle F] [--iterations N] [--connect-delay S]
       waits for the recorder's snapshot_request (SIGUSR1 to the recorder), answers with a
       snapshot (trigger "request"; F replayed when given, else synthetic bytes), then exits;
       with --iterations N it sends N train iterations (0.1 s apart) first, so that a window
-      following the session sees it grow
+      following the session sees it grow; --connect-delay S waits S seconds before connecting
 """
 
 import argparse
@@ -106,6 +106,7 @@ def flood(args):
 
 
 def request(args):
+    time.sleep(args.connect_delay)
     s = connect()
     for i in range(1, args.iterations + 1):
         start = now_us()
@@ -145,6 +146,7 @@ def main():
     p.add_argument("--samples", type=int, default=20000)
     p.add_argument("--snapshots", default="50,100,150")
     p.add_argument("--pickle")
+    p.add_argument("--connect-delay", type=float, default=0.0)
     args = p.parse_args()
     if args.iterations is None:
         args.iterations = 100 if args.mode == "flood" else 0

@@ -321,6 +321,19 @@ def case_signals():
     check(rc == 0 and [x["trigger"] for x in s["snapshots"]] == ["request"],
           "SIGUSR1: the agent was asked and its snapshot stored with trigger 'request'")
 
+    # a request before the agent connected is kept for it
+    out = os.path.join(TMP, "early-request.memlens")
+    p = subprocess.Popen([A.cli, "record", "-o", out, "--quiet", "--"] + agent + ["--connect-delay", "1.5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_clean(), cwd=TMP)
+    check(wait_for(lambda: os.path.exists(out), 20), "the session file appears")
+    time.sleep(0.2)
+    p.send_signal(signal.SIGUSR1)
+    check(p.stdout.readline().strip() == b"waiting", "FAKE AGENT connected after the request")
+    rc = p.wait(30)
+    s = session(out)
+    check(rc == 0 and [x["trigger"] for x in s["snapshots"]] == ["request"],
+          "SIGUSR1 before the agent connected: still answered (exit %d)" % rc)
+
 
 def case_agent_api():
     """memlens_agent: markers, graph scans, snapshot() without CUDA; a job's own sitecustomize."""
