@@ -184,6 +184,8 @@ void SessionPanel::refresh() {
 }
 
 void SessionPanel::refreshPlot() {
+    // without samples (no NVML, no CUDA) the line above says so; an empty plot would only take room
+    m_plot->setVisible(sampleCount() > 0);
     for (int i = 0; i < 3; ++i) m_plot->graph(i)->data()->clear();
     if (m_session) {
         const auto& f = m_session->file();

@@ -231,6 +231,7 @@ private slots:
         QCOMPARE(panel->strip()->current(), int64_t(14));
         w.previousIterationAction()->trigger();
         QCOMPARE(panel->strip()->current(), int64_t(13));
+        QVERIFY(panel->findChild<QWidget*>(QStringLiteral("processPlot"))->isVisible());  // its samples are drawn
     }
 
     void followsALiveSession() {
@@ -352,6 +353,9 @@ private slots:
         QCOMPARE(panel->strip()->countOfPhase(QStringLiteral("train")), panel->strip()->count());
         QCOMPARE(panel->strip()->current(), SessionState::of(w.currentDocument())->file().iterations().back().index);
         QVERIFY2(panel->noteText().contains(QStringLiteral("without CUDA")), qPrintable(panel->noteText()));
+        QCOMPARE(panel->sampleCount(), 0);  // no NVML, no CUDA: no plot, a line saying so
+        QVERIFY(!panel->findChild<QWidget*>(QStringLiteral("processPlot"))->isVisible());
+        QVERIFY2(panel->figuresText().startsWith(QStringLiteral("No process samples")), qPrintable(panel->figuresText()));
         QVERIFY(!w.dock(QStringLiteral("graphs"))->isVisible());  // no scan yet
         auto* button = panel->findChild<QPushButton*>(QStringLiteral("snapshotNow"));
         QVERIFY(button && button->isEnabled());
