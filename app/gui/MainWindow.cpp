@@ -2,20 +2,22 @@
 
 #include "AttachDialog.h"
 #include "ErrorBanner.h"
-#include "GraphScansBinding.h"
 #include "ExampleSnapshot.h"
+#include "GraphScansBinding.h"
+#include "IterationStrip.h"
 #include "LoadProgressPanel.h"
 #include "NavigationActions.h"
 #include "RecentFiles.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
 #include "StartPage.h"
-#include "IterationStrip.h"
 
+#include "memlens/model/ProcessSeries.h"
 #include "memlens/views/BreakdownView.h"
 #include "memlens/views/ByteFormat.h"
 #include "memlens/views/SnapshotDocument.h"
 #include "memlens/views/SnapshotLoader.h"
+#include "memlens/views/TimelineView.h"
 
 #include <QAction>
 #include <QApplication>
@@ -417,7 +419,11 @@ void MainWindow::showDocument(int) {
     m_nav->setDocument(doc);
     for (views::SnapshotDocument* other : std::as_const(m_documents)) disconnect(other, nullptr, this, nullptr);
     if (doc) {
-        connect(doc, &views::SnapshotDocument::deviceChanged, this, [this] { updateDevices(); updateStatus(); });
+        connect(doc, &views::SnapshotDocument::deviceChanged, this, [this] {
+            updateDevices();
+            updateStatus();
+            updateSession();
+        });
         connect(doc, &views::SnapshotDocument::currentEventChanged, this, &MainWindow::updateStatus);
     }
     const bool any = doc != nullptr;
@@ -431,9 +437,24 @@ void MainWindow::showDocument(int) {
 }
 
 void MainWindow::updateSession() {
-    SessionState* session = SessionState::of(currentDocument());
-    m_sessionPanel->setSession(session);
-    if (m_docksShown) m_sessionDock->setVisible(session != nullptr);
+    views::SnapshotDocument* doc = currentDocument();
+    SessionState* session = SessionState::of(doc);
+    const int device = doc ? doc->device() : 0;
+    m_sessionPanel->setSession(session, device);
+    updateTimelineProcessSeries();
+    if (m_docksShown) {
+        m_sessionDock->setVisible(session != nullptr);
+        // the first session in this window: the dock takes its room from the timeline, so give
+        // the top more, and the timeline most of it
+        if (session && !m_sessionDockSized && !m_sessionDock->isFloating()) {
+            m_sessionDockSized = true;
+            QTimer::singleShot(0, this, [this] {
+                QDockWidget* timeline = dock(QStringLiteral("timeline"));
+                resizeDocks({timeline, dock(QStringLiteral("events"))}, {58, 42}, Qt::Vertical);
+                resizeDocks({timeline, m_sessionDock}, {60, 40}, Qt::Vertical);
+            });
+        }
+    }
     m_nextIteration->setEnabled(session != nullptr);
     m_previousIteration->setEnabled(session != nullptr);
     if (session && session->file().live()) m_poll->start();
@@ -441,6 +462,15 @@ void MainWindow::updateSession() {
     QDockWidget* breakdownDock = dock(QStringLiteral("breakdown"));
     if (auto* breakdown = breakdownDock ? qobject_cast<views::BreakdownView*>(breakdownDock->widget()) : nullptr)
         breakdown->setProcessFigures(session ? m_sessionPanel->processFigures() : std::nullopt);
+}
+
+void MainWindow::updateTimelineProcessSeries() {
+    views::SnapshotDocument* doc = currentDocument();
+    SessionState* session = SessionState::of(doc);
+    QDockWidget* timelineDock = dock(QStringLiteral("timeline"));
+    if (auto* timeline = timelineDock ? qobject_cast<views::TimelineView*>(timelineDock->widget()) : nullptr)
+        timeline->setProcessSeries(session ? model::nvmlProcessSeries(session->file().samples(), doc->device())
+                                           : std::vector<model::TimedBytes>{});
 }
 
 void MainWindow::syncSessionGraphs(views::SnapshotDocument* doc) {
@@ -473,6 +503,7 @@ void MainWindow::pollSession() {
                                                                          session->iteration() == its[its.size() - u.iterations - 1].index));
     if (atEnd) session->setIteration(its.back().index);
     m_sessionPanel->refresh();
+    if (u.samples > 0) updateTimelineProcessSeries();
     if (u.graphScans > 0 || atEnd) syncSessionGraphs(doc);
     if (u.snapshots > 0 && (atEnd || session->snapshotId() == 0) && !isLoading()) {
         const auto& snap = session->file().snapshots().back();

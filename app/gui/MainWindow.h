@@ -99,6 +99,8 @@ private:
     void stepIteration(int delta);
     void pollSession();
     void updateSession();
+    // What nvidia-smi showed (the session's NVML samples for the document's device) on the timeline.
+    void updateTimelineProcessSeries();
     // The retained-graph docks after the session grew or another iteration was selected.
     void syncSessionGraphs(views::SnapshotDocument* doc);
 
@@ -116,6 +118,7 @@ private:
     quint64 m_sessionGeneration = 0;
     SessionPanel* m_sessionPanel = nullptr;
     QDockWidget* m_sessionDock = nullptr;
+    bool m_sessionDockSized = false;
     QAction* m_nextIteration = nullptr;
     QAction* m_previousIteration = nullptr;
     QTimer* m_poll = nullptr;

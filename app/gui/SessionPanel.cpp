@@ -55,35 +55,43 @@ SessionPanel::SessionPanel(QWidget* parent) : QWidget(parent) {
     m_figures = new QLabel(this);
     m_figures->setObjectName(QStringLiteral("sessionFigures"));
     m_figures->setWordWrap(true);
-    v->addWidget(m_figures);
+    auto* figuresRow = new QHBoxLayout;
+    figuresRow->addWidget(m_figures, 1);
+    m_legend = new QLabel(this);
+    m_legend->setTextFormat(Qt::RichText);
+    figuresRow->addWidget(m_legend, 0, Qt::AlignTop);
+    v->addLayout(figuresRow);
     m_plot = new QCustomPlot(this);
     m_plot->setObjectName(QStringLiteral("processPlot"));
-    m_plot->setMinimumHeight(110);
+    m_plot->setMinimumHeight(90);
     m_plot->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
     const struct { const char* name; QColor color; } series[] = {
         {QT_TR_NOOP("NVML process total (nvidia-smi)"), QColor(0xd6, 0x27, 0x28)},
         {QT_TR_NOOP("torch reserved"), QColor(0x4c, 0x78, 0xa8)},
         {QT_TR_NOOP("torch allocated (live tensors)"), QColor(0x54, 0xa2, 0x4b)},
     };
+    // the legend is a line of text on the figures' row, as the timeline's: a short plot has no
+    // room for a boxed one
+    QStringList legend;
     for (const auto& s : series) {
         QCPGraph* g = m_plot->addGraph();
         g->setName(tr(s.name));
         g->setPen(QPen(s.color, 1.5));
         g->setLineStyle(QCPGraph::lsStepLeft);
+        legend << QStringLiteral("<span style='color:%1'>&#9644;</span> %2").arg(s.color.name(), tr(s.name).toHtmlEscaped());
     }
+    m_legend->setText(legend.join(QStringLiteral(" &nbsp; ")));
     m_plot->xAxis->setLabel(tr("seconds since the job started"));
     m_plot->yAxis->setLabel(tr("MiB"));
-    m_plot->legend->setVisible(true);
-    m_plot->legend->setFont(font());
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     m_cursor = new QCPItemStraightLine(m_plot);
     m_cursor->setPen(QPen(palette().color(QPalette::Highlight), 1, Qt::DashLine));
     v->addWidget(m_plot, 1);
     setSession(nullptr);
 }
 
-void SessionPanel::setSession(SessionState* session) {
+void SessionPanel::setSession(SessionState* session, int device) {
     m_session = session;
+    m_device = device;
     refresh();
 }
 
@@ -100,23 +108,30 @@ int64_t SessionPanel::shownTimeUs() const {
     return 0;
 }
 
-const model::DeviceSample* SessionPanel::nearest(int64_t timeUs, const char* source, bool wantProcess) const {
+const model::DeviceSample* SessionPanel::nearestTorch(int64_t timeUs) const {
     if (!m_session || timeUs == 0) return nullptr;
     const model::DeviceSample* best = nullptr;
     for (const auto& s : m_session->file().samples()) {
-        if (s.source != source) continue;
-        if (wantProcess ? !s.processUsed : !s.reserved) continue;
+        if (s.source != "torch" || s.device != m_device || !s.reserved) continue;
         if (!best || std::llabs(s.timeUs - timeUs) < std::llabs(best->timeUs - timeUs)) best = &s;
     }
     return best;
 }
 
+std::optional<model::TimedBytes> SessionPanel::nearestNvml(int64_t timeUs) const {
+    if (m_nvml.empty() || timeUs == 0) return std::nullopt;
+    auto at = std::lower_bound(m_nvml.begin(), m_nvml.end(), timeUs,
+                               [](const model::TimedBytes& s, int64_t t) { return s.timeUs < t; });
+    if (at == m_nvml.end() || (at != m_nvml.begin() && timeUs - std::prev(at)->timeUs < at->timeUs - timeUs)) --at;
+    return *at;
+}
+
 std::optional<model::ProcessFigures> SessionPanel::processFigures() const {
-    const model::DeviceSample* nvml = nearest(shownTimeUs(), "nvml", true);
+    const auto nvml = nearestNvml(shownTimeUs());
     if (!nvml || !m_session->shownSnapshot()) return std::nullopt;
     model::ProcessFigures f;
     // only the total is measured; the breakdown derives "context and other libraries" from it
-    f.processTotal = static_cast<uint64_t>(*nvml->processUsed);
+    f.processTotal = static_cast<uint64_t>(nvml->bytes);
     return f;
 }
 
@@ -132,6 +147,7 @@ void SessionPanel::refresh() {
         return;
     }
     const model::SessionFile& f = m_session->file();
+    m_nvml = model::nvmlProcessSeries(f.samples(), m_device);
     std::vector<int64_t> withSnapshot;
     for (const auto& s : f.snapshots()) withSnapshot.push_back(s.iteration);
     m_strip->setIterations(f.iterations(), std::move(withSnapshot));
@@ -163,20 +179,20 @@ void SessionPanel::refresh() {
     m_note->setText(note);
 
     const int64_t t = shownTimeUs();
-    const model::DeviceSample* nvml = nearest(t, "nvml", true);
-    const model::DeviceSample* torch = nearest(t, "torch", false);
+    const auto nvml = nearestNvml(t);
+    const model::DeviceSample* torch = nearestTorch(t);
     if (!nvml && !torch) {
         m_figures->setText(f.samples().empty() ? tr("No process samples (NVML absent and no torch readings).") : QString());
     } else {
         QStringList fig;
-        if (nvml) fig << tr("NVML process total %1").arg(bytes(*nvml->processUsed));
+        if (nvml) fig << tr("NVML process total %1").arg(bytes(nvml->bytes));
         if (torch && torch->reserved) fig << tr("torch reserved %1").arg(bytes(*torch->reserved));
         if (torch && torch->allocated) fig << tr("allocated %1").arg(bytes(*torch->allocated));
-        QString text = tr("Nearest samples: ") + fig.join(QStringLiteral(", "));
+        QString text = tr("Device %1, nearest samples: ").arg(m_device) + fig.join(QStringLiteral(", "));
         if (nvml && torch && torch->reserved)
             text += tr(". Gap nvidia-smi shows beyond PyTorch: %1 (estimated: CUDA context and other libraries, "
                        "process total − reserved; samples up to %2 ms apart)")
-                        .arg(bytes(*nvml->processUsed - *torch->reserved))
+                        .arg(bytes(nvml->bytes - *torch->reserved))
                         .arg(std::llabs(nvml->timeUs - torch->timeUs) / 1000);
         m_figures->setText(text);
     }
@@ -186,15 +202,17 @@ void SessionPanel::refresh() {
 void SessionPanel::refreshPlot() {
     // without samples (no NVML, no CUDA) the line above says so; an empty plot would only take room
     m_plot->setVisible(sampleCount() > 0);
+    m_legend->setVisible(sampleCount() > 0);
     for (int i = 0; i < 3; ++i) m_plot->graph(i)->data()->clear();
     if (m_session) {
         const auto& f = m_session->file();
         int64_t t0 = f.process().startedUs;
         if (t0 == 0 && !f.samples().empty()) t0 = f.samples().front().timeUs;
         const double MiB = 1024.0 * 1024.0;
+        for (const auto& s : m_nvml) m_plot->graph(0)->addData(double(s.timeUs - t0) / 1e6, double(s.bytes) / MiB);
         for (const auto& s : f.samples()) {
+            if (s.source != "torch" || s.device != m_device) continue;
             const double x = double(s.timeUs - t0) / 1e6;
-            if (s.processUsed) m_plot->graph(0)->addData(x, double(*s.processUsed) / MiB);
             if (s.reserved) m_plot->graph(1)->addData(x, double(*s.reserved) / MiB);
             if (s.allocated) m_plot->graph(2)->addData(x, double(*s.allocated) / MiB);
         }

@@ -5,11 +5,13 @@
 // a vertical line marks the shown snapshot. Buttons ask a live recorder for a snapshot or a
 // graph scan now.
 #include "memlens/model/MemoryBreakdown.h"
+#include "memlens/model/ProcessSeries.h"
 #include "memlens/model/Session.h"
 
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 class QCustomPlot;
 class QCPItemStraightLine;
@@ -26,8 +28,8 @@ class SessionPanel : public QWidget {
 public:
     explicit SessionPanel(QWidget* parent = nullptr);
 
-    // nullptr: no session (a plain snapshot).
-    void setSession(SessionState* session);
+    // nullptr: no session (a plain snapshot). device: the document's (torch's numbering).
+    void setSession(SessionState* session, int device = 0);
     // Redraws after the session grew (poll) or the selected iteration changed.
     void refresh();
 
@@ -38,6 +40,8 @@ public:
     // The process figures at the shown snapshot's time (nearest NVML sample), for the breakdown.
     std::optional<model::ProcessFigures> processFigures() const;
     int sampleCount() const;
+    // Shorter than the timeline above it by default.
+    QSize sizeHint() const override { return {600, 200}; }
 
 signals:
     void iterationClicked(int64_t index);
@@ -46,11 +50,16 @@ signals:
 private:
     void refreshPlot();
     int64_t shownTimeUs() const;
-    const model::DeviceSample* nearest(int64_t timeUs, const char* source, bool wantProcess) const;
+    // The torch sample of the device nearest to timeUs, and NVML's process total then.
+    const model::DeviceSample* nearestTorch(int64_t timeUs) const;
+    std::optional<model::TimedBytes> nearestNvml(int64_t timeUs) const;
 
     SessionState* m_session = nullptr;
+    int m_device = 0;
+    std::vector<model::TimedBytes> m_nvml;  // what nvidia-smi showed on the device
     QLabel* m_note = nullptr;
     QLabel* m_figures = nullptr;
+    QLabel* m_legend = nullptr;
     IterationStrip* m_strip = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPItemStraightLine* m_cursor = nullptr;

@@ -17,7 +17,9 @@
 #include "memlens/model/SessionFile.h"
 #include "memlens/model/SessionWriter.h"
 #include "memlens/views/GraphScansDocument.h"
+#include "memlens/views/QCustomPlotInclude.h"
 #include "memlens/views/SnapshotDocument.h"
+#include "memlens/views/TimelineView.h"
 
 #include <QAction>
 #include <QDockWidget>
@@ -65,7 +67,8 @@ class TestSessions : public QObject {
     QTemporaryDir m_dir;
     const QString m_example = QStringLiteral(MEMLENS_SOURCE_DIR "/resources/example.pickle");
     QString m_real = QStringLiteral(MEMLENS_SNAPSHOTS_DIR "/Yiyi-philosophy__LLM-inference__oom_snapshot.pickle");
-    int64_t m_t0 = 1'700'000'000'000'000;
+    // the bundled example's trace starts at 1730000000000064 µs: the made-up samples overlap it
+    int64_t m_t0 = 1'730'000'000'000'000;
 
     model::SessionProcess process(bool cuda) const {
         model::SessionProcess p;
@@ -93,12 +96,12 @@ class TestSessions : public QObject {
             model::DeviceSample nvml, torch;
             nvml.timeUs = torch.timeUs = it.endUs;
             nvml.source = "nvml";
-            nvml.processUsed = (900 + 10 * i) * MiB;
+            nvml.processUsed = (1800 + 10 * i) * MiB;
             nvml.deviceUsed = (1000 + 10 * i) * MiB;
             nvml.deviceTotal = 16384 * MiB;
             torch.source = "torch";
-            torch.reserved = (400 + 10 * i) * MiB;
-            torch.allocated = (300 + 5 * i) * MiB;
+            torch.reserved = (1300 + 10 * i) * MiB;
+            torch.allocated = (900 + 5 * i) * MiB;
             w.addSamples({nvml, torch});
         }
     }
@@ -173,7 +176,7 @@ private slots:
         QVERIFY2(panel->figuresText().contains(QStringLiteral("NVML process total")), qPrintable(panel->figuresText()));
         QCOMPARE(panel->sampleCount(), 34);
         QVERIFY(panel->processFigures().has_value());
-        QCOMPARE(*panel->processFigures()->processTotal, uint64_t((900 + 10 * 15) * MiB));
+        QCOMPARE(*panel->processFigures()->processTotal, uint64_t((1800 + 10 * 15) * MiB));
 
         // next iteration: 16 has no snapshot, the views keep snapshot 2
         w.nextIterationAction()->trigger();
@@ -207,6 +210,73 @@ private slots:
         QVERIFY2(distinctColours(static_cast<QWidget*>(panel->findChild<QWidget*>(QStringLiteral("processPlot")))->grab().toImage()) > 3,
                  "the process plot is blank");
         QVERIFY2(distinctColours(strip->grab().toImage()) >= 3, "the strip is blank");
+    }
+
+    // NVML samples taken while the snapshot's trace ran are drawn on the timeline (what
+    // nvidia-smi showed, above reserved), on the index axis and on the time axis.
+    void drawsNvidiaSmiOnTheTimeline() {
+        const QString path = m_dir.filePath(QStringLiteral("nvidia-smi.memlens"));
+        // the bundled example's trace runs from 1730000000000064 to 1730000001074715 µs
+        // (Python's pickle); samples every 100 ms from 50 ms before to 50 ms after, on NVML device
+        // 2 only (CUDA_VISIBLE_DEVICES=2: torch's cuda:0)
+        const int64_t first = 1730000000000064, last = 1730000001074715;
+        std::vector<int64_t> times;
+        for (int64_t t = first - 50'000; t <= last + 50'000; t += 100'000) times.push_back(t);
+        {
+            model::SessionWriter w(path.toStdString(), "tst_sessions (writer replaying the bundled example)");
+            model::SessionProcess p = process(true);
+            p.startedUs = first - 1'000'000;
+            w.setProcess(p);
+            std::vector<model::DeviceSample> samples;
+            for (size_t i = 0; i < times.size(); ++i) {
+                for (int device : {0, 2}) {
+                    model::DeviceSample s;
+                    s.timeUs = times[i];
+                    s.device = device;
+                    s.source = "nvml";
+                    s.processUsed = device == 2 ? int64_t(2048 + i) * MiB : 0;
+                    samples.push_back(s);
+                }
+            }
+            w.addSamples(samples);
+            model::SessionSnapshot snap;
+            snap.iteration = 1;
+            snap.trigger = model::trigger::kIteration;
+            snap.timeUs = last;
+            w.addSnapshot(snap, readAll(m_example));
+            w.finish(model::sessionNowUs());
+        }
+        MainWindow w(false);
+        w.resize(1400, 900);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        auto* timeline = qobject_cast<memlens::views::TimelineView*>(w.dock(QStringLiteral("timeline"))->widget());
+        QVERIFY(timeline);
+        const auto& trace = w.currentDocument()->deviceData().trace;
+        QCOMPARE(trace.timeUs.front(), first);
+        QCOMPARE(trace.timeUs.back(), last);
+        // drawn: the sample in force at the start (times[0], before the trace), at x 0, then those
+        // taken while the trace ran
+        const auto inSpan = std::count_if(times.begin(), times.end(), [&](int64_t t) { return t >= first && t <= last; });
+        const auto& placed = timeline->processSamples();
+        QCOMPARE(int64_t(placed.size()), int64_t(inSpan + 1));
+        QCOMPARE(placed.front().x, 0.0);
+        QCOMPARE(placed.front().bytes, double(2048 * MiB));
+        QCOMPARE(placed.back().bytes, double((2048 + inSpan) * MiB));
+        for (size_t k = 1; k < placed.size(); ++k) {
+            // index axis: the entry in force at the sample's time
+            const int64_t t = times[k];
+            const auto entry = std::upper_bound(trace.timeUs.begin(), trace.timeUs.end(), t) - trace.timeUs.begin() - 1;
+            QVERIFY2(placed[k].x >= double(entry) && placed[k].x < double(entry + 1), qPrintable(QString::number(k)));
+        }
+        timeline->redraw();
+        QVERIFY(timeline->plot()->yAxis->range().upper >= placed.back().bytes);  // above reserved, in view
+        timeline->setTimeAxis(true);
+        QCOMPARE(timeline->processSamples()[1].x, double(times[1] - first));
+        // the breakdown's process figure: the NVML sample nearest to the snapshot, on device 2
+        QCOMPARE(*w.sessionPanel()->processFigures()->processTotal, uint64_t((2048 + times.size() - 1) * MiB));
     }
 
     void opensACpuSessionWithoutSnapshots() {

@@ -45,7 +45,10 @@ private slots:
         QCOMPARE(m_view->layout().width(), plotWidth);
         QCOMPARE(m_view->xRange(), std::make_pair(0.0, 12.0));
         QVERIFY(m_view->layout().maxBytes() > 0);
-        QCOMPARE(m_view->plot()->graphCount(), 3);
+        // reserved fill and line, live, and nvidia-smi's samples (none: not a session)
+        QCOMPARE(m_view->plot()->graphCount(), 4);
+        QCOMPARE(m_view->plot()->graph(3)->dataCount(), 0);
+        QVERIFY(m_view->processSamples().empty());
         QVERIFY(m_view->plot()->graph(0)->dataCount() <= 2 * plotWidth);
     }
 

@@ -36,6 +36,7 @@ constexpr int kDragThreshold = 4;
 const QColor kLiveColor(0x1f, 0x23, 0x2b);
 const QColor kReservedLine(0x4f, 0x7c, 0xb3);
 const QColor kReservedFill(0xe3, 0xeb, 0xf5);
+const QColor kProcessColor(0xd6, 0x27, 0x28);  // nvidia-smi, as in the session's process plot
 
 QString hexAddress(uint64_t a) { return QStringLiteral("0x") + QString::number(a, 16); }
 QString entryNumber(int64_t i) { return QLocale::system().toString(static_cast<qlonglong>(i)); }
@@ -147,7 +148,10 @@ void TimelineView::setupPlot() {
     m_reservedLine->setPen(QPen(kReservedLine, 1));
     m_liveLine = m_plot->addGraph();
     m_liveLine->setPen(QPen(kLiveColor, 1));
-    for (QCPGraph* g : {m_reservedFill, m_reservedLine, m_liveLine}) {
+    m_processLine = m_plot->addGraph();
+    m_processLine->setPen(QPen(kProcessColor, 1));
+    m_processLine->setLineStyle(QCPGraph::lsStepLeft);
+    for (QCPGraph* g : {m_reservedFill, m_reservedLine, m_liveLine, m_processLine}) {
         g->setAdaptiveSampling(false);
         g->setSelectable(QCP::stNone);
     }
@@ -163,13 +167,41 @@ void TimelineView::setupPlot() {
     connect(m_plot, &QCustomPlot::mouseWheel, this, &TimelineView::onWheel);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { fit(); });
 
-    m_legend->setText(
+    updateLegend();
+}
+
+void TimelineView::updateLegend() {
+    QString text =
         tr("<span style='color:%1'>&#9644;</span> live &nbsp; <span style='color:%2'>&#9644;</span> reserved &nbsp; "
            "<span style='color:%3'>&#9632;</span>&#8202;<span style='color:%4'>&#9632;</span>&#8202;"
            "<span style='color:%5'>&#9632;</span> allocations &nbsp; <span style='color:%6'>&#9632;</span> other")
             .arg(kLiveColor.name(), kReservedLine.name(), TimelineBandsItem::colorFor(0, 0).name(),
                  TimelineBandsItem::colorFor(1, 0).name(), TimelineBandsItem::colorFor(2, 0).name(),
-                 TimelineBandsItem::otherColor().name()));
+                 TimelineBandsItem::otherColor().name());
+    if (!m_processPlaced.empty())
+        text += tr(" &nbsp; <span style='color:%1'>&#9644;</span> nvidia-smi (NVML)").arg(kProcessColor.name());
+    m_legend->setText(text);
+}
+
+void TimelineView::setProcessSeries(std::vector<model::TimedBytes> series) {
+    m_processSeries = std::move(series);
+    updateProcessLine();
+    m_dirty = true;
+    scheduleReplot();
+}
+
+void TimelineView::updateProcessLine() {
+    m_processPlaced.clear();
+    if (!m_processSeries.empty() && m_axis.count() > 0 && timeAxisAvailable())
+        m_processPlaced = views::placeProcessSamples(m_processSeries, m_doc->deviceData().trace.timeUs, m_axis);
+    QVector<QCPGraphData> data;
+    data.reserve(static_cast<qsizetype>(m_processPlaced.size() + 1));
+    for (const PlacedSample& p : m_processPlaced) data.append(QCPGraphData(p.x, p.bytes));
+    // the last sample holds to the end of the trace
+    if (!m_processPlaced.empty() && m_processPlaced.back().x < m_axis.endX())
+        data.append(QCPGraphData(m_axis.endX(), m_processPlaced.back().bytes));
+    m_processLine->data()->set(data, true);
+    updateLegend();
 }
 
 void TimelineView::setDocument(SnapshotDocument* doc) {
@@ -238,6 +270,7 @@ void TimelineView::rebuild() {
     m_zoomSelection->setEnabled(m_doc && m_doc->selection().has_value());
     m_plot->axisRect()->setMargins(
         QMargins(kMarginLeft, kMarginTop + m_overlay->lanesHeight(), kMarginRight, kMarginBottom));
+    updateProcessLine();
     updateEmptyState();
     fit();
 }
@@ -271,6 +304,7 @@ void TimelineView::setTimeAxis(bool time) {
     m_xTicker->setTimeMode(time);
     m_plot->xAxis->setLabel(time ? tr("Time since the first entry") : tr("Trace entry"));
     m_xMode->setCurrentIndex(time ? 1 : 0);
+    updateProcessLine();
     if (full) {
         fit();
     } else {
@@ -383,7 +417,8 @@ void TimelineView::applyLayout() {
     m_reservedLine->data()->set(reserved, true);
     m_reservedFill->data()->set(reserved, true);
     m_bands->setLayout(&m_layout, m_doc ? &m_doc->lifetimes() : nullptr);
-    const double top = std::max<double>(static_cast<double>(m_layout.maxBytes()), 1024.0) * 1.08;
+    const double process = maxInForce(m_processPlaced, m_layoutX0, m_layoutX1);
+    const double top = std::max({static_cast<double>(m_layout.maxBytes()), process, 1024.0}) * 1.08;
     m_plot->yAxis->setRange(0, top);
 }
 
@@ -442,6 +477,13 @@ QString TimelineView::describeAt(const QPoint& pos) const {
         html += QStringLiteral("<br>");
     }
     if (!html.isEmpty() && !html.endsWith(QStringLiteral("<br>"))) html += QStringLiteral("<br>");
+    if (!m_processPlaced.empty()) {
+        const double x = m_plot->xAxis->pixelToCoord(pos.x());
+        auto after = std::upper_bound(m_processPlaced.begin(), m_processPlaced.end(), x,
+                                      [](double v, const PlacedSample& p) { return v < p.x; });
+        if (after != m_processPlaced.begin())
+            entryLine += tr("; nvidia-smi %1").arg(formatBytes(std::prev(after)->bytes));
+    }
     html += QStringLiteral("<span style='color:#555'>%1</span>").arg(entryLine.toHtmlEscaped());
     return html;
 }

@@ -1,12 +1,15 @@
 #pragma once
 // The Active Memory Timeline of the document's device: live and reserved bytes over the trace,
 // the largest allocations as stacked bands (the rest in one "other" band), annotation ranges,
-// oom and snapshot entries, the selected range and the current entry.
+// oom and snapshot entries, the selected range and the current entry; for a session, what
+// nvidia-smi showed meanwhile.
 //
 // Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
 // the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans;
 // a right click offers zoom to the selection, back and clear.
+#include "memlens/model/ProcessSeries.h"
 #include "memlens/views/EntryAxis.h"
+#include "memlens/views/ProcessSamplesPlacement.h"
 #include "memlens/views/SeriesPyramid.h"
 #include "memlens/views/TimelineLayout.h"
 
@@ -59,6 +62,13 @@ public:
     void fit();
     void zoomToSelection();
 
+    // What nvidia-smi showed for the job on this device (a session's NVML samples), drawn over the
+    // trace's span as a step line above reserved: the gap is the CUDA context, other libraries
+    // and the caching allocator's overhead. Empty: not drawn.
+    void setProcessSeries(std::vector<model::TimedBytes> series);
+    // The samples as drawn (x in the current axis); empty when none fall in the trace's span.
+    const std::vector<PlacedSample>& processSamples() const { return m_processPlaced; }
+
     // Binning and replot now, painted when it returns (tests and the benchmark use it).
     void redraw();
     const TimelineLayout& layout() const { return m_layout; }
@@ -76,6 +86,8 @@ private:
     void setupPlot();
     void rebuild();
     void updateEmptyState();
+    void updateProcessLine();
+    void updateLegend();
     void ensureLayout();
     void applyLayout();
     void scheduleReplot();
@@ -101,6 +113,9 @@ private:
     QCPGraph* m_reservedFill = nullptr;
     QCPGraph* m_reservedLine = nullptr;
     QCPGraph* m_liveLine = nullptr;
+    QCPGraph* m_processLine = nullptr;
+    std::vector<model::TimedBytes> m_processSeries;
+    std::vector<PlacedSample> m_processPlaced;
     TimelineBandsItem* m_bands = nullptr;
     TimelineOverlayItem* m_overlay = nullptr;
     QSharedPointer<EntryAxisTicker> m_xTicker;
