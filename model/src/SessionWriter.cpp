@@ -2,11 +2,12 @@
 
 #include "SessionSqlite.h"
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -41,109 +42,17 @@ uint64_t processStartTicks(int64_t pid) {
 namespace sql {
 
 std::string jsonStringArray(const std::vector<std::string>& v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (i) out += ',';
-        out += '"';
-        for (unsigned char c : v[i]) {
-            switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);
-                }
-            }
-        }
-        out += '"';
-    }
-    return out + "]";
+    // command lines are bytes: what is not UTF-8 becomes U+FFFD rather than invalid JSON
+    return nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
-void appendUtf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-} // namespace
-
-std::vector<std::string> parseJsonStringArray(std::string_view t) {
-    // Lenient: reads the strings of a flat JSON array; anything else yields what was read so far.
+std::vector<std::string> parseJsonStringArray(std::string_view text) {
+    // lenient: the strings of a JSON array; anything else is skipped
     std::vector<std::string> out;
-    size_t i = 0;
-    auto hex4 = [&](size_t at, uint32_t& v) {
-        if (at + 4 > t.size()) return false;
-        v = 0;
-        for (size_t k = at; k < at + 4; ++k) {
-            char c = t[k];
-            v <<= 4;
-            if (c >= '0' && c <= '9') v |= c - '0';
-            else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-            else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-            else return false;
-        }
-        return true;
-    };
-    while (i < t.size()) {
-        if (t[i] != '"') {
-            ++i;
-            continue;
-        }
-        ++i;
-        std::string s;
-        while (i < t.size() && t[i] != '"') {
-            char c = t[i++];
-            if (c != '\\' || i >= t.size()) {
-                s += c;
-                continue;
-            }
-            char e = t[i++];
-            switch (e) {
-            case 'n': s += '\n'; break;
-            case 't': s += '\t'; break;
-            case 'r': s += '\r'; break;
-            case 'b': s += '\b'; break;
-            case 'f': s += '\f'; break;
-            case 'u': {
-                uint32_t cp = 0;
-                if (!hex4(i, cp)) return out;
-                i += 4;
-                if (cp >= 0xD800 && cp < 0xDC00 && i + 6 <= t.size() && t[i] == '\\' && t[i + 1] == 'u') {
-                    uint32_t lo = 0;
-                    if (hex4(i + 2, lo) && lo >= 0xDC00 && lo < 0xE000) {
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                        i += 6;
-                    }
-                }
-                appendUtf8(s, cp);
-                break;
-            }
-            default: s += e;
-            }
-        }
-        ++i;
-        out.push_back(std::move(s));
-    }
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) return out;
+    for (const auto& e : j)
+        if (e.is_string()) out.push_back(e.get<std::string>());
     return out;
 }
 

@@ -96,6 +96,21 @@ TEST(SessionCrc, MatchesZlib) {
     EXPECT_EQ(whole, parts);
 }
 
+// A command line is bytes: what is not UTF-8 is stored as U+FFFD, the rest exactly.
+TEST(Session, CommandLineBytesThatAreNotUtf8) {
+    TempDir d;
+    std::string path = d.file("bytes.memlens");
+    {
+        SessionWriter w(path, "test");
+        SessionProcess p = someProcess();
+        p.command = {"python", "caf\xe9.py", "\x01\x1f", ""};
+        w.setProcess(p);
+        w.finish(1);
+    }
+    SessionFile f(path);
+    EXPECT_EQ(f.process().command, (std::vector<std::string>{"python", "caf\xef\xbf\xbd.py", "\x01\x1f", ""}));
+}
+
 TEST(Session, RoundTrip) {
     TempDir d;
     std::string path = d.file("run.memlens");
