@@ -6,6 +6,8 @@
 // machine-readable summary line:
 //   RESULT load_s=<best> load_median_s=<median> peak_rss_kb=<max> file_bytes=<n> entries=<n> ...
 // Exit status: 0, or 1 if a load failed (the ParseError is printed).
+#include "ProcStatus.h"
+
 #include "memlens/model/ParseError.h"
 #include "memlens/model/Snapshot.h"
 #include "memlens/model/SnapshotReader.h"
@@ -29,17 +31,6 @@
 using namespace memlens::model;
 
 namespace {
-
-// A value in kB from /proc/self/status ("VmHWM", "VmRSS"), or -1.
-long procStatusKb(const char* key) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    size_t n = std::strlen(key);
-    while (std::getline(in, line)) {
-        if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
-    }
-    return -1;
-}
 
 struct ChildResult {
     double seconds = 0;
@@ -80,13 +71,13 @@ bool readAll(int fd, void* p, size_t n) {
 
 [[noreturn]] void runChild(const std::string& path, int fd) {
     ChildResult r;
-    r.baseKb = procStatusKb("VmRSS");
+    r.baseKb = bench::procStatusKb("VmRSS");
     try {
         auto t0 = std::chrono::steady_clock::now();
         Snapshot s = readSnapshotFile(path);
         auto t1 = std::chrono::steady_clock::now();
         r.seconds = std::chrono::duration<double>(t1 - t0).count();
-        r.hwmKb = procStatusKb("VmHWM");
+        r.hwmKb = bench::procStatusKb("VmHWM");
         for (const auto& d : s.devices) {
             r.entries += d.trace.rows();
             r.segments += d.segments.size();

@@ -6,6 +6,8 @@
 // under 10 ms on a 1,000,000-entry trace. Ends with one machine-readable line:
 //   RESULT build_s=... history_bytes=... build_rss_kb=... checkpoints=... queries=... mean_ms=... p50_ms=...
 //          p99_ms=... max_ms=...
+#include "ProcStatus.h"
+
 #include "memlens/model/AllocatorState.h"
 #include "memlens/model/ParseError.h"
 #include "memlens/model/Snapshot.h"
@@ -26,16 +28,6 @@ using namespace memlens::model;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-long procStatusKb(const char* key) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    size_t n = std::strlen(key);
-    while (std::getline(in, line)) {
-        if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
-    }
-    return -1;
-}
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -84,11 +76,11 @@ int main(int argc, char** argv) {
                 std::chrono::duration<double>(t1 - t0).count(), device, dd->trace.rows(), dd->segments.size(),
                 dd->blocks.size());
 
-    long rssBefore = procStatusKb("VmRSS");
+    long rssBefore = bench::procStatusKb("VmRSS");
     auto b0 = Clock::now();
     StateHistory history(snap, device, interval);
     auto b1 = Clock::now();
-    long rssAfter = procStatusKb("VmRSS");
+    long rssAfter = bench::procStatusKb("VmRSS");
     const double buildS = std::chrono::duration<double>(b1 - b0).count();
     const int64_t n = history.entries();
     std::printf("StateHistory: built in %.3f s, %zu checkpoints, %.1f MB by memoryBytes(), RSS +%.1f MB "
