@@ -366,7 +366,10 @@ void MainWindow::onSessionLoaded(quint64 generation, std::shared_ptr<SessionLoad
     if (generation != m_sessionGeneration) return;
     m_sessionGeneration = 0;
     auto* doc = new views::SnapshotDocument(result->loaded, this);
-    new SessionState(std::move(*result), doc);
+    auto* session = new SessionState(std::move(*result), doc);
+    // following a live session: the newest iteration stays selected (the job went on meanwhile)
+    const auto& its = session->file().iterations();
+    if (generation == m_followGeneration && !its.empty()) session->setIteration(its.back().index);
     acceptDocument(doc);
 }
 
@@ -495,21 +498,30 @@ void MainWindow::pollSession() {
         m_banner->showError(doc->path() + QStringLiteral(": ") + QString::fromUtf8(e.what()));
         return;
     }
-    if (!session->file().live()) m_poll->stop();
-    if (!u.any()) return;
-    // following the end: the newest iteration becomes the selected one, and a new snapshot is shown
-    const auto& its = session->file().iterations();
-    const bool atEnd = u.iterations > 0 && (session->iteration() == 0 || (its.size() > u.iterations &&
-                                                                         session->iteration() == its[its.size() - u.iterations - 1].index));
-    if (atEnd) session->setIteration(its.back().index);
-    m_sessionPanel->refresh();
-    if (u.samples > 0) updateTimelineProcessSeries();
-    if (u.graphScans > 0 || atEnd) syncSessionGraphs(doc);
-    if (u.snapshots > 0 && (atEnd || session->snapshotId() == 0) && !isLoading()) {
-        const auto& snap = session->file().snapshots().back();
-        m_progress->start(doc->fileName(), 0);
-        m_sessionGeneration = m_sessions->load(doc->path(), snap.id, snap.iteration);
+    if (u.any()) {
+        // following the end: the newest iteration becomes the selected one
+        const auto& its = session->file().iterations();
+        const bool atEnd = u.iterations > 0 && (session->iteration() == 0 || (its.size() > u.iterations &&
+                                                                             session->iteration() == its[its.size() - u.iterations - 1].index));
+        if (atEnd) session->setIteration(its.back().index);
+        m_sessionPanel->refresh();
+        if (u.samples > 0) updateTimelineProcessSeries();
+        if (u.graphScans > 0 || atEnd) syncSessionGraphs(doc);
     }
+    // ... and the newest snapshot is shown, once no other load runs (each snapshot tried once)
+    const auto& its = session->file().iterations();
+    const auto& snaps = session->file().snapshots();
+    const bool following = session->snapshotId() == 0 || its.empty() || session->iteration() == its.back().index;
+    const bool pending = following && !snaps.empty() && snaps.back().id != session->snapshotId() &&
+                         !(m_followPath == doc->path() && m_followSnapshot == snaps.back().id);
+    if (pending && !isLoading()) {
+        m_followPath = doc->path();
+        m_followSnapshot = snaps.back().id;
+        m_progress->start(doc->fileName(), 0);
+        m_sessionGeneration = m_sessions->load(doc->path(), snaps.back().id, snaps.back().iteration);
+        m_followGeneration = m_sessionGeneration;
+    }
+    if (!session->file().live() && !pending) m_poll->stop();
 }
 
 void MainWindow::stepIteration(int delta) {

@@ -122,6 +122,10 @@ private:
     QAction* m_nextIteration = nullptr;
     QAction* m_previousIteration = nullptr;
     QTimer* m_poll = nullptr;
+    // the snapshot last loaded because a followed session wrote it (not tried twice)
+    QString m_followPath;
+    int64_t m_followSnapshot = 0;
+    quint64 m_followGeneration = 0;
     RecentFiles* m_recent = nullptr;
     NavigationActions* m_nav = nullptr;
     ErrorBanner* m_banner = nullptr;

@@ -337,6 +337,14 @@ private slots:
         QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), id);
         QVERIFY(w.currentDocument()->entryCount() > 0);
         QCOMPARE(w.documentCount(), 1);
+        // a snapshot written while another is being loaded is shown after it
+        addIterations(writer, 7, 7);
+        addSnapshot(writer, 7, m_real);
+        QVERIFY(QTest::qWaitFor([&] { return w.isLoading(); }, 10000));
+        addIterations(writer, 8, 8);
+        const int64_t last = addSnapshot(writer, 8, m_example);
+        QVERIFY(QTest::qWaitFor([&] { return SessionState::of(w.currentDocument())->snapshotId() == last && !w.isLoading(); }, 20000));
+        QCOMPARE(panel->strip()->current(), int64_t(8));
         writer.finish(model::sessionNowUs());
         QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
     }
