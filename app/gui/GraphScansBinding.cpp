@@ -10,6 +10,8 @@
 #include <QMainWindow>
 #include <QPointer>
 
+#include <cstdlib>
+
 namespace memlens::gui {
 
 namespace {
@@ -32,6 +34,30 @@ std::shared_ptr<const model::GraphScans> readScans(views::SnapshotDocument* doc,
     }
 }
 
+// "cuda:1" -> 1, "cuda" -> 0; false for other devices.
+bool cudaDevice(const std::string& device, int* index) {
+    if (device == "cuda") {
+        *index = 0;
+        return true;
+    }
+    if (device.rfind("cuda:", 0) != 0) return false;
+    *index = std::atoi(device.c_str() + 5);
+    return true;
+}
+
+// The block map outlines the blocks of the selected graph's CUDA storages.
+void markSelectedGraph(views::SnapshotDocument* doc, const views::GraphScansDocument* g) {
+    views::SnapshotDocument::MarkedAddresses marked;
+    if (const model::RetainedGraph* graph = g->selectedGraphData()) {
+        marked.holder = QString::fromStdString(graph->root);
+        for (const model::StorageInfo& s : graph->storages) {
+            int device = 0;
+            if (cudaDevice(s.device, &device)) marked.addresses.emplace_back(device, s.ptr);
+        }
+    }
+    doc->setMarkedAddresses(std::move(marked));
+}
+
 size_t storedScans(views::SnapshotDocument* doc) {
     SessionState* s = SessionState::of(doc);
     return s ? s->file().graphScans().size() : 0;
@@ -51,7 +77,10 @@ views::GraphScansDocument* graphScansFor(views::SnapshotDocument* doc) {
     }
     auto* g = new views::GraphScansDocument(std::move(scans), doc->path(), doc);
     g->setObjectName(kName);
+    for (auto signal : {&views::GraphScansDocument::graphSelected, &views::GraphScansDocument::currentScanChanged})
+        QObject::connect(g, signal, doc, [doc, g] { markSelectedGraph(doc, g); });
     if (iteration > 0) g->setCurrentIteration(iteration);
+    markSelectedGraph(doc, g);
     return g;
 }
 

@@ -12,10 +12,13 @@
 #include "MainWindow.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
+#include "../model/GraphScanBuilder.h"
 #include "GraphScansBinding.h"
 
 #include "memlens/model/SessionFile.h"
 #include "memlens/model/SessionWriter.h"
+#include "memlens/views/BlockMapCanvas.h"
+#include "memlens/views/BlockMapView.h"
 #include "memlens/views/GraphScansDocument.h"
 #include "memlens/views/QCustomPlotInclude.h"
 #include "memlens/views/SnapshotDocument.h"
@@ -277,6 +280,59 @@ private slots:
         QCOMPARE(timeline->processSamples()[1].x, double(times[1] - first));
         // the breakdown's process figure: the NVML sample nearest to the snapshot, on device 2
         QCOMPARE(*w.sessionPanel()->processFigures()->processTotal, uint64_t((2048 + times.size() - 1) * MiB));
+    }
+
+    // A retained graph selected in a session: the block map outlines the blocks its CUDA storages
+    // are in (two blocks of the bundled example's final state, by Python's pickle: 16 MiB at
+    // 0x7f3a5a000000 and 1 MiB at 0x7f3a5b080800), not those of storages elsewhere or on the CPU.
+    void marksTheBlocksAGraphHolds() {
+        const QString path = m_dir.filePath(QStringLiteral("graph-blocks.memlens"));
+        {
+            model::SessionWriter w(path.toStdString(), "tst_sessions (writer replaying the bundled example)");
+            w.setProcess(process(true));
+            addIterations(w, 1, 2);
+            addSnapshot(w, 2, m_example);
+            graphtest::Json held = graphtest::graph("__main__.kept[0]", "__main__.kept[*]", 17 * MiB, 2);
+            held["device"] = "cuda:0";
+            held["storages"] = {{{"ptr", 0x7f3a5a000000 + 4096}, {"bytes", 8 * MiB}, {"device", "cuda:0"}},
+                                {{"ptr", 0x7f3a5b080800}, {"bytes", MiB}, {"device", "cuda:0"}},
+                                {{"ptr", 0x10000}, {"bytes", 4096}, {"device", "cuda:0"}},        // in no block
+                                {{"ptr", 0x7f3a5b200000}, {"bytes", 4096}, {"device", "cpu"}},    // not CUDA
+                                {{"ptr", 0x7f3a5b500000}, {"bytes", 4096}, {"device", "cuda:1"}}}; // another GPU
+            graphtest::Json other = graphtest::graph("__main__.tmp", "__main__.tmp", 4096, 2);
+            model::GraphScan scan;
+            scan.iteration = 2;
+            scan.phase = "train";
+            scan.timeUs = m_t0 + 200'000;
+            scan.json = graphtest::scanText({held, other});
+            w.addGraphScan(scan);
+            w.finish(model::sessionNowUs());
+        }
+        MainWindow w(false);
+        w.resize(1400, 900);
+        w.show();
+        QSignalSpy opened(&w, &MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(waitForOpens(w, opened, 1));
+        auto* blocks = qobject_cast<memlens::views::BlockMapView*>(w.dock(QStringLiteral("blocks"))->widget());
+        QVERIFY(blocks);
+        auto* canvas = blocks->findChild<memlens::views::BlockMapCanvas*>();
+        QVERIFY(canvas);
+        auto* scans = memlens::gui::graphScansFor(w.currentDocument());
+        QVERIFY(scans && scans->scanCount() == 1);
+        // the largest graph is selected first
+        QVERIFY(scans->selectedGraphData());
+        QCOMPARE(QString::fromStdString(scans->selectedGraphData()->root), QStringLiteral("__main__.kept[0]"));
+        std::set<uint64_t> outlined;
+        for (const auto& [segment, block] : canvas->markedBlocks())
+            outlined.insert(canvas->state()->segments[segment].blocks[block].address);
+        QCOMPARE(outlined, (std::set<uint64_t>{0x7f3a5a000000, 0x7f3a5b080800}));
+        QVERIFY2(blocks->totalsText().contains(QStringLiteral("2 blocks, <b>17 MiB</b>, hold what __main__.kept[0] keeps alive")),
+                 qPrintable(blocks->totalsText()));
+        // another graph, without CUDA storages: nothing outlined
+        scans->selectGraph(1 - scans->selectedGraph());
+        QVERIFY(canvas->markedBlocks().empty());
+        QVERIFY(!blocks->totalsText().contains(QStringLiteral("keeps alive")));
     }
 
     void opensACpuSessionWithoutSnapshots() {

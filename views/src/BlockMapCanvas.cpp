@@ -30,7 +30,28 @@ void BlockMapCanvas::setState(std::shared_ptr<const model::DeviceState> state,
                               std::shared_ptr<const model::Snapshot> snapshot) {
     m_state = std::move(state);
     m_snapshot = std::move(snapshot);
+    findMarkedBlocks();
     relayout();
+}
+
+void BlockMapCanvas::setMarkedAddresses(std::vector<uint64_t> addresses) {
+    m_marked = std::move(addresses);
+    findMarkedBlocks();
+    update();
+}
+
+void BlockMapCanvas::findMarkedBlocks() {
+    m_markedBlocks.clear();
+    if (!m_state || m_marked.empty()) return;
+    for (uint32_t s = 0; s < m_state->segments.size(); ++s) {
+        const auto& seg = m_state->segments[s];
+        for (uint32_t b = 0; b < seg.blocks.size(); ++b) {
+            const auto& block = seg.blocks[b];
+            if (block.kind == model::StateBlockKind::Free) continue;
+            const auto it = std::lower_bound(m_marked.begin(), m_marked.end(), block.address);
+            if (it != m_marked.end() && *it < block.address + block.size) m_markedBlocks.emplace_back(s, b);
+        }
+    }
 }
 
 void BlockMapCanvas::setFitHeight(int height) {
@@ -132,6 +153,7 @@ void BlockMapCanvas::paintEvent(QPaintEvent*) {
     }
 
     if (auto lf = m_layout.largestFreeBlock()) outline(p, lf->first, lf->second, colors::largestFreeOutline(), 2);
+    for (const auto& [segment, block] : m_markedBlocks) outline(p, segment, block, colors::markedOutline(), 2);
     if (auto sel = selectedBlock()) outline(p, sel->first, sel->second, palette().color(QPalette::Text), 2);
     if (m_hover) outline(p, m_hover->segment, m_hover->block, palette().color(QPalette::Highlight), 1);
 }

@@ -124,6 +124,10 @@ void BlockMapView::setDocument(SnapshotDocument* doc) {
         connect(m_doc, &SnapshotDocument::allocationSelected, this, [this] {
             if (!m_selecting) m_canvas->setSelectedAddress(m_doc->selectedAddress());  // e.g. a saved tensor's block
         });
+        connect(m_doc, &SnapshotDocument::markedAddressesChanged, this, [this] {
+            m_canvas->setMarkedAddresses(m_doc->markedOnDevice());
+            updateTotals();
+        });
         connect(m_doc, &QObject::destroyed, this, [this] { setDocument(nullptr); });
     }
     deviceChanged();
@@ -161,6 +165,7 @@ void BlockMapView::refresh() {
         return;
     }
     m_pages->showContent();
+    m_canvas->setMarkedAddresses(m_doc->markedOnDevice());
     m_canvas->setState(std::make_shared<model::DeviceState>(st), m_doc->loaded().snapshot);
     updateVerdict();
     updateTotals();
@@ -198,6 +203,7 @@ void BlockMapView::updateTotals() {
                        .arg(QString::number(st.fragmentation() * 100.0, 'f', 0))
                        .arg(st.segments.size());
     if (st.pendingFreeBytes) text += QStringLiteral(" \u00b7 pending free %1").arg(b(st.pendingFreeBytes));
+    text += markedSentence(st);
     const double bpp = m_canvas->layout().bytesPerPixel();
     m_scale->setText(QStringLiteral("1 px \u2248 %1").arg(bytes(static_cast<uint64_t>(std::max(1.0, bpp)))));
     // point at the oom entries when the current one is not one of them
@@ -210,6 +216,23 @@ void BlockMapView::updateTotals() {
         text += links.join(QStringLiteral(", "));
     }
     m_totals->setText(text);
+}
+
+QString BlockMapView::markedSentence(const model::DeviceState& st) const {
+    const std::vector<uint64_t> marked = m_doc->markedOnDevice();
+    if (marked.empty()) return {};
+    const QString holder = m_doc->markedAddresses().holder.toHtmlEscaped();
+    const auto& blocks = m_canvas->markedBlocks();
+    if (blocks.empty())
+        return tr("<br>None of the CUDA storages %1 keeps alive (%2) is in an allocated block at this entry")
+            .arg(holder)
+            .arg(marked.size());
+    uint64_t total = 0;
+    for (const auto& [segment, block] : blocks) total += st.segments[segment].blocks[block].size;
+    return tr("<br><span style='color:%1'>&#9645;</span> %2 %3, <b>%4</b>, hold what %5 keeps alive")
+        .arg(colors::markedOutline().name())
+        .arg(blocks.size())
+        .arg(blocks.size() == 1 ? tr("block") : tr("blocks"), bytes(total), holder);
 }
 
 void BlockMapView::blockClicked(uint32_t segment, uint32_t block) {

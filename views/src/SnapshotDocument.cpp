@@ -114,6 +114,20 @@ void SnapshotDocument::resetSelection() {
     emit selectionChanged();
 }
 
+void SnapshotDocument::setMarkedAddresses(MarkedAddresses marked) {
+    m_marked = std::move(marked);
+    emit markedAddressesChanged();
+}
+
+std::vector<uint64_t> SnapshotDocument::markedOnDevice() const {
+    std::vector<uint64_t> out;
+    for (const auto& [device, address] : m_marked.addresses)
+        if (device == m_device) out.push_back(address);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 void SnapshotDocument::selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address) {
     m_selectedStack = stack;
     m_selectedDescription = description;

@@ -43,6 +43,7 @@ QColor frameKind(model::FrameKind kind) {
 
 QColor estimatedHatch() { return QColor(255, 255, 255, 110); }
 QColor largestFreeOutline() { return QColor(0xd6, 0x27, 0x28); }
+QColor markedOutline() { return QColor(0xc0, 0x26, 0xd3); }
 QColor expandableSegment() { return QColor(0x1b, 0x9e, 0x9e); }
 QColor regularSegment() { return QColor(0x80, 0x80, 0x80); }
 QColor oomBackground() { return QColor(0xfd, 0xe8, 0xe8); }

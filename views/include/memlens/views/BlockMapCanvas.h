@@ -30,6 +30,10 @@ public:
     // The block drawn as selected, by address (it stays selected while the state changes).
     void setSelectedAddress(std::optional<uint64_t> address);
     std::optional<uint64_t> selectedAddress() const { return m_selectedAddress; }
+    // Blocks outlined as held by something (addresses ascending; a block is marked when one of
+    // them falls inside it and it is not free).
+    void setMarkedAddresses(std::vector<uint64_t> addresses);
+    const std::vector<std::pair<uint32_t, uint32_t>>& markedBlocks() const { return m_markedBlocks; }
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
@@ -52,6 +56,7 @@ private:
     void relayout();
     void outline(QPainter& p, uint32_t segment, uint32_t block, const QColor& color, int width) const;
     std::optional<std::pair<uint32_t, uint32_t>> selectedBlock() const;
+    void findMarkedBlocks();
 
     std::shared_ptr<const model::DeviceState> m_state;
     std::shared_ptr<const model::Snapshot> m_snapshot;
@@ -59,6 +64,8 @@ private:
     int m_fitHeight = 300;
     double m_zoom = 1.0;
     std::optional<uint64_t> m_selectedAddress;
+    std::vector<uint64_t> m_marked;
+    std::vector<std::pair<uint32_t, uint32_t>> m_markedBlocks;
     const BlockMapRect* m_hover = nullptr;
 };
 

@@ -45,6 +45,8 @@ private:
     void showPlaceholder(const QString& text);
     void updateVerdict();
     void updateTotals();
+    // The line about the blocks held by what the document marks (a selected retained graph).
+    QString markedSentence(const model::DeviceState& st) const;
 
     QPointer<SnapshotDocument> m_doc;
     PlaceholderPages* m_pages = nullptr;

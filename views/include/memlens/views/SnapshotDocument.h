@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace memlens::views {
 
@@ -56,6 +57,16 @@ public:
     // outlines it).
     std::optional<uint64_t> selectedAddress() const { return m_selectedAddress; }
 
+    // Addresses the block map points out, and what holds them: the CUDA storages of the retained
+    // graph selected in a session ("held by validate.kept_outputs[3]"). (device, address) pairs.
+    struct MarkedAddresses {
+        QString holder;
+        std::vector<std::pair<int, uint64_t>> addresses;
+    };
+    const MarkedAddresses& markedAddresses() const { return m_marked; }
+    // The marked addresses on the shown device, ascending.
+    std::vector<uint64_t> markedOnDevice() const;
+
 public slots:
     void setDevice(int device);
     void setCurrentEvent(int64_t index);
@@ -63,12 +74,14 @@ public slots:
     void back();
     void resetSelection();
     void selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address = std::nullopt);
+    void setMarkedAddresses(MarkedAddresses marked);
 
 signals:
     void deviceChanged(int device);
     void currentEventChanged(int64_t index);
     void selectionChanged();
     void allocationSelected(model::StackId stack, const QString& description);
+    void markedAddressesChanged();
 
 private:
     std::shared_ptr<const LoadedSnapshot> m_loaded;
@@ -78,6 +91,7 @@ private:
     model::StackId m_selectedStack = 0;
     QString m_selectedDescription;
     std::optional<uint64_t> m_selectedAddress;
+    MarkedAddresses m_marked;
     mutable std::optional<model::DeviceState> m_state;
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;

@@ -16,6 +16,7 @@ QColor frameKind(model::FrameKind kind);
 
 QColor estimatedHatch();       // hatching over blocks whose size was estimated
 QColor largestFreeOutline();   // the largest free block's outline
+QColor markedOutline();        // blocks held by the selected retained graph
 QColor expandableSegment();    // the stripe over expandable segments
 QColor regularSegment();       // the stripe over cudaMalloc segments
 QColor oomBackground();
