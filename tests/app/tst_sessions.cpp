@@ -133,6 +133,14 @@ class TestSessions : public QObject {
     // The event loop may have seen the process end already (waitForFinished is false then).
     static bool finished(QProcess& p, int ms) { return p.state() == QProcess::NotRunning || p.waitForFinished(ms); }
 
+    // Shows W (1400x900) with PATH opened and loaded.
+    static bool openIn(MainWindow& w, QSignalSpy& opened, const QString& path) {
+        w.resize(1400, 900);
+        w.show();
+        w.openFiles({path});
+        return waitForOpens(w, opened, 1);
+    }
+
     static bool waitForOpens(MainWindow& w, QSignalSpy& opened, int count) {
         return QTest::qWaitFor([&] { return opened.count() >= count && !w.isLoading(); }, 30000);
     }
@@ -155,11 +163,8 @@ private slots:
             w.finish(model::sessionNowUs());
         }
         MainWindow w(false);
-        w.resize(1400, 900);
-        w.show();
         QSignalSpy opened(&w, &MainWindow::documentOpened);
-        w.openFiles({path});
-        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY(openIn(w, opened, path));
         QVERIFY2(w.bannerMessage().isEmpty(), qPrintable(w.bannerMessage()));
         auto* doc = w.currentDocument();
         QVERIFY(doc);
@@ -250,11 +255,8 @@ private slots:
             w.finish(model::sessionNowUs());
         }
         MainWindow w(false);
-        w.resize(1400, 900);
-        w.show();
         QSignalSpy opened(&w, &MainWindow::documentOpened);
-        w.openFiles({path});
-        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY(openIn(w, opened, path));
         auto* timeline = qobject_cast<memlens::views::TimelineView*>(w.dock(QStringLiteral("timeline"))->widget());
         QVERIFY(timeline);
         const auto& trace = w.currentDocument()->deviceData().trace;
@@ -309,11 +311,8 @@ private slots:
             w.finish(model::sessionNowUs());
         }
         MainWindow w(false);
-        w.resize(1400, 900);
-        w.show();
         QSignalSpy opened(&w, &MainWindow::documentOpened);
-        w.openFiles({path});
-        QVERIFY(waitForOpens(w, opened, 1));
+        QVERIFY(openIn(w, opened, path));
         auto* blocks = qobject_cast<memlens::views::BlockMapView*>(w.dock(QStringLiteral("blocks"))->widget());
         QVERIFY(blocks);
         auto* canvas = blocks->findChild<memlens::views::BlockMapCanvas*>();
