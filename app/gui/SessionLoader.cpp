@@ -1,5 +1,6 @@
 #include "SessionLoader.h"
 
+#include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/views/BackgroundLoad.h"
 #include "memlens/views/SnapshotDocument.h"
@@ -31,8 +32,17 @@ SessionLoadResult loadSession(const std::string& path, int64_t snapshotId, int64
         out.snapshotId = chosen->id;
         const std::string bytes = out.file->readSnapshot(chosen->id);
         if (options.cancel && options.cancel->load()) throw model::Cancelled();
-        snapshot = model::readSnapshotMemory(
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), options);
+        try {
+            snapshot = model::readSnapshotMemory(
+                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), options);
+        } catch (const model::ParseError& e) {
+            // "run.memlens: snapshot 3 (oom, iteration 12), byte 1234: what"
+            std::string where = "snapshot " + std::to_string(chosen->id) + " (" + chosen->trigger + ", iteration " +
+                                std::to_string(chosen->iteration) + ")";
+            if (!e.where().empty()) where += ", " + e.where();
+            else if (e.offset() != model::ParseError::kNoOffset) where += ", byte " + std::to_string(e.offset());
+            throw model::ParseError(model::ParseError::kNoOffset, where, e.what());
+        }
     }
     if (options.cancel && options.cancel->load()) throw model::Cancelled();
     auto loaded = views::LoadedSnapshot::fromSnapshot(std::move(snapshot), path, options);

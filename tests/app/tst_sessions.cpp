@@ -557,6 +557,30 @@ private slots:
         QCOMPARE(strip.iterationAt(400), int64_t(39901));
     }
 
+    // A session whose snapshot is not a snapshot pickle: the banner names the file, the
+    // snapshot and the place in it, on one line.
+    void badSnapshotInASessionShowsWhere() {
+        const QString path = m_dir.filePath(QStringLiteral("bad-snapshot.memlens"));
+        const QString junk = m_dir.filePath(QStringLiteral("junk.pickle"));
+        std::ofstream(junk.toStdString(), std::ios::binary) << "\x80\x04\x95garbage";
+        {
+            model::SessionWriter w(path.toStdString(), "tst_sessions");
+            w.setProcess(process(true));
+            addIterations(w, 1, 3);
+            addSnapshot(w, 3, junk);
+            w.finish(model::sessionNowUs());
+        }
+        MainWindow w(false);
+        w.show();
+        QSignalSpy failed(&w, &MainWindow::openFailed);
+        w.openFiles({path});
+        QVERIFY(failed.wait(10000));
+        const QString m = w.bannerMessage();
+        QVERIFY2(m.startsWith(path + QStringLiteral(": snapshot 1 (iteration, iteration 3), byte ")), qPrintable(m));
+        QVERIFY(!m.contains(QLatin1Char('\n')));
+        QCOMPARE(w.documentCount(), 0);
+    }
+
     void damagedSessionShowsABanner() {
         const QString path = m_dir.filePath(QStringLiteral("broken.memlens"));
         std::ofstream(path.toStdString(), std::ios::binary) << "this is not SQLite";
