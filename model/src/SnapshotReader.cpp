@@ -812,6 +812,9 @@ void sniff(ByteReader& in) {
         throw ParseError(0, "this is a zip archive (a torch.save() file?), not a memory snapshot pickle");
     if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b)
         throw ParseError(0, "this is gzip-compressed; decompress it first (gunzip)");
+    if (head.size() == 8 && std::memcmp(head.data(), "SQLite f", 8) == 0)
+        throw ParseError(0, "this is a memlens session (SQLite), not a snapshot pickle; open it in memlens, or list "
+                            "its snapshots with `memlens-cli session FILE` and write one out with `memlens-cli export`");
     if (head[0] == 0x80 && head.size() >= 2 && (head[1] < 2 || head[1] > 5))
         throw ParseError(1, "pickle protocol " + std::to_string(head[1]) + " is not supported (2 to 5 are)");
 }

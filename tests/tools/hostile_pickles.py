@@ -237,6 +237,8 @@ def cases(tmpdir, real_snapshot=None, seed=1234):
         z.writestr("archive/version", "3\n")
     add("zip_file", zbuf.getvalue(), "refuse")
     add("gzip_file", gzip.compress(valid4), "refuse")
+    # a memlens session given where a snapshot is expected (SQLite's header, then pages)
+    add("memlens_session", b"SQLite format 3\x00" + bytes(4080), "refuse", ("key", "memlens session"))
     rnd = random.Random(seed)
     for i in range(6):
         add(f"random_bytes_{i}", bytes(rnd.getrandbits(8) for _ in range(4096)), "refuse")
