@@ -444,6 +444,7 @@ void MainWindow::updateSession() {
     SessionState* session = SessionState::of(doc);
     const int device = doc ? doc->device() : 0;
     m_sessionPanel->setSession(session, device);
+    m_sessionPanel->setTraceSpan(session ? traceSpan(doc) : std::nullopt);
     updateTimelineProcessSeries();
     if (m_docksShown) {
         m_sessionDock->setVisible(session != nullptr);
@@ -465,6 +466,16 @@ void MainWindow::updateSession() {
     QDockWidget* breakdownDock = dock(QStringLiteral("breakdown"));
     if (auto* breakdown = breakdownDock ? qobject_cast<views::BreakdownView*>(breakdownDock->widget()) : nullptr)
         breakdown->setProcessFigures(session ? m_sessionPanel->processFigures() : std::nullopt);
+}
+
+std::optional<std::pair<int64_t, int64_t>> MainWindow::traceSpan(const views::SnapshotDocument* doc) {
+    if (!doc || doc->entryCount() == 0) return std::nullopt;
+    const model::TraceColumns& t = doc->deviceData().trace;
+    const size_t last = t.rows() - 1;
+    if (!(t.flags[0] & model::TraceColumns::HasTime) || !(t.flags[last] & model::TraceColumns::HasTime) ||
+        t.timeUs[last] < t.timeUs[0])
+        return std::nullopt;
+    return std::make_pair(t.timeUs[0], t.timeUs[last]);
 }
 
 void MainWindow::updateTimelineProcessSeries() {

@@ -7,6 +7,8 @@
 #include <QMainWindow>
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 class QComboBox;
 class QDockWidget;
@@ -101,6 +103,8 @@ private:
     void updateSession();
     // What nvidia-smi showed (the session's NVML samples for the document's device) on the timeline.
     void updateTimelineProcessSeries();
+    // The first and last trace entry's times of DOC's device, when both are known.
+    static std::optional<std::pair<int64_t, int64_t>> traceSpan(const views::SnapshotDocument* doc);
     // The retained-graph docks after the session grew or another iteration was selected.
     void syncSessionGraphs(views::SnapshotDocument* doc);
 

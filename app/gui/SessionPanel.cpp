@@ -83,6 +83,14 @@ SessionPanel::SessionPanel(QWidget* parent) : QWidget(parent) {
     m_legend->setText(legend.join(QStringLiteral(" &nbsp; ")));
     m_plot->xAxis->setLabel(tr("seconds since the job started"));
     m_plot->yAxis->setLabel(tr("MiB"));
+    m_span = new QCPItemRect(m_plot);
+    QColor shade = palette().color(QPalette::Highlight);
+    shade.setAlpha(38);
+    m_span->setBrush(shade);
+    m_span->setPen(Qt::NoPen);
+    m_span->setLayer(QStringLiteral("background"));
+    for (QCPItemPosition* p : {m_span->topLeft, m_span->bottomRight}) p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    m_span->setVisible(false);
     m_cursor = new QCPItemStraightLine(m_plot);
     m_cursor->setPen(QPen(palette().color(QPalette::Highlight), 1, Qt::DashLine));
     v->addWidget(m_plot, 1);
@@ -199,6 +207,16 @@ void SessionPanel::refresh() {
     refreshPlot();
 }
 
+void SessionPanel::setTraceSpan(std::optional<std::pair<int64_t, int64_t>> span) {
+    m_traceSpan = span;
+    refreshPlot();
+}
+
+std::optional<std::pair<double, double>> SessionPanel::traceSpanSeconds() const {
+    if (!m_span->visible()) return std::nullopt;
+    return std::make_pair(m_span->topLeft->coords().x(), m_span->bottomRight->coords().x());
+}
+
 void SessionPanel::refreshPlot() {
     // without samples (no NVML, no CUDA) the line above says so; an empty plot would only take room
     m_plot->setVisible(sampleCount() > 0);
@@ -220,10 +238,20 @@ void SessionPanel::refreshPlot() {
         m_cursor->setVisible(t != 0);
         m_cursor->point1->setCoords(double(t - t0) / 1e6, 0);
         m_cursor->point2->setCoords(double(t - t0) / 1e6, 1);
+        m_span->setVisible(m_traceSpan.has_value());
+        if (m_traceSpan) {
+            m_span->topLeft->setCoords(double(m_traceSpan->first - t0) / 1e6, 0);
+            m_span->bottomRight->setCoords(double(m_traceSpan->second - t0) / 1e6, 1);
+        }
     } else {
         m_cursor->setVisible(false);
+        m_span->setVisible(false);
     }
     m_plot->rescaleAxes();
+    if (m_span->visible()) {  // the span in view too
+        const QCPRange x = m_plot->xAxis->range();
+        m_plot->xAxis->setRange(std::min(x.lower, m_span->topLeft->coords().x()), std::max(x.upper, m_span->bottomRight->coords().x()));
+    }
     m_plot->yAxis->setRangeLower(0);
     m_plot->yAxis->setRangeUpper(std::max(1.0, m_plot->yAxis->range().upper * 1.08));
     m_plot->replot();

@@ -11,9 +11,11 @@
 #include <QWidget>
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 class QCustomPlot;
+class QCPItemRect;
 class QCPItemStraightLine;
 class QLabel;
 class QPushButton;
@@ -32,6 +34,12 @@ public:
     void setSession(SessionState* session, int device = 0);
     // Redraws after the session grew (poll) or the selected iteration changed.
     void refresh();
+    // The span of the shown snapshot's trace (first and last entry's time, epoch µs), shaded in
+    // the process plot: which part of the job the timeline above shows. nullopt: none (no trace,
+    // or entries without times).
+    void setTraceSpan(std::optional<std::pair<int64_t, int64_t>> span);
+    // The shaded span in the plot's seconds, while shown.
+    std::optional<std::pair<double, double>> traceSpanSeconds() const;
 
     IterationStrip* strip() const { return m_strip; }
     QCustomPlot* plot() const { return m_plot; }
@@ -63,6 +71,8 @@ private:
     IterationStrip* m_strip = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPItemStraightLine* m_cursor = nullptr;
+    QCPItemRect* m_span = nullptr;
+    std::optional<std::pair<int64_t, int64_t>> m_traceSpan;
     QPushButton* m_snapshotNow = nullptr;
 };
 

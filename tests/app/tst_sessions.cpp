@@ -280,6 +280,11 @@ private slots:
         QVERIFY(timeline->plot()->yAxis->range().upper >= placed.back().bytes);  // above reserved, in view
         timeline->setTimeAxis(true);
         QCOMPARE(timeline->processSamples()[1].x, double(times[1] - first));
+        // the process plot shades the trace's span, in seconds since the job started
+        const auto span = w.sessionPanel()->traceSpanSeconds();
+        QVERIFY(span.has_value());
+        QCOMPARE(span->first, 1.0);  // the job started 1 s before the first entry
+        QCOMPARE(span->second, 1.0 + double(last - first) / 1e6);
         // the breakdown's process figure: the NVML sample nearest to the snapshot, on device 2
         QCOMPARE(*w.sessionPanel()->processFigures()->processTotal, uint64_t((2048 + times.size() - 1) * MiB));
     }
@@ -489,6 +494,7 @@ private slots:
         QCOMPARE(panel->sampleCount(), 0);  // no NVML, no CUDA: no plot, a line saying so
         QVERIFY(!panel->findChild<QWidget*>(QStringLiteral("processPlot"))->isVisible());
         QVERIFY2(panel->figuresText().startsWith(QStringLiteral("No process samples")), qPrintable(panel->figuresText()));
+        QVERIFY(!panel->traceSpanSeconds());  // no allocator snapshot, no trace
         QVERIFY(!w.dock(QStringLiteral("graphs"))->isVisible());  // no scan yet
         auto* button = panel->findChild<QPushButton*>(QStringLiteral("snapshotNow"));
         QVERIFY(button && button->isEnabled());
