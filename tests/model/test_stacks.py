@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The frames of every trace entry as memlens reads them (memlens-dump-stacks) against what
+"""The frames of every trace entry and every block as memlens reads them (memlens-dump-stacks) against what
 Python's own pickle reads (tests/tools/snapshot_oracle.py's class-refusing loader), on the bundled
 example, every real snapshot in ../shared/snapshots, and a generated snapshot
 (tests/bench/make_large_snapshot.py: shared frame dicts, shared frames lists, 10,000 entries);
@@ -20,18 +20,36 @@ import tempfile
 NO_LINE = 2 ** 64 - 1
 
 
-def python_lines(data):
-    """(device, index, frames) for every trace entry, frames as memlens must read them."""
-    traces = data.get("device_traces", []) if isinstance(data, dict) else []
-    for d, entries in enumerate(traces):
-        for i, e in enumerate(entries or []):
-            frames = []
-            for fr in e.get("frames") or []:
-                line = fr.get("line")
-                if line == NO_LINE:
-                    line = None
-                frames.append([fr.get("filename", ""), line, fr.get("name", "")])
-            yield d, i, frames
+def frames_of(frames):
+    out = []
+    for fr in frames or []:
+        line = fr.get("line")
+        if line == NO_LINE:
+            line = None
+        out.append([fr.get("filename", ""), line, fr.get("name", "")])
+    return out
+
+
+def python_lines(oracle, data):
+    """{"d", "i" or "b", "f"} for every trace entry and every block, as memlens must read them,
+    per device: entries first, then blocks (segments by address; a torch 2.0 block's frames are
+    those of its first history entry)."""
+    traces = oracle.traces_of(data)
+    segments = oracle.segments_of(data)
+    devices = sorted({s.get("device", 0) for s in segments} | {d for d, t in enumerate(traces) if t})
+    for d in devices:
+        for i, e in enumerate(traces[d] if d < len(traces) and traces[d] else []):
+            yield {"d": d, "i": i, "f": frames_of(e.get("frames"))}
+        b = 0
+        for seg in sorted((s for s in segments if s.get("device", 0) == d), key=lambda s: s["address"]):
+            for blk in seg.get("blocks", []):
+                history = blk.get("history")
+                if isinstance(history, list):
+                    frames = history[0].get("frames") if history and isinstance(history[0], dict) else None
+                else:
+                    frames = blk.get("frames")
+                yield {"d": d, "b": b, "f": frames_of(frames)}
+                b += 1
 
 
 def check(dump, path, oracle):
@@ -39,14 +57,15 @@ def check(dump, path, oracle):
     if out.returncode != 0:
         return "memlens-dump-stacks failed: " + out.stderr.decode(errors="replace").strip()
     got = [json.loads(l) for l in out.stdout.decode().splitlines()]
-    want = list(python_lines(oracle.load(path)))
+    want = list(python_lines(oracle, oracle.load(path)))
     if len(got) != len(want):
-        return "%d entries read, Python has %d" % (len(got), len(want))
-    for g, (d, i, frames) in zip(got, want):
-        if (g["d"], g["i"]) != (d, i):
-            return "entry order differs at device %d entry %d (memlens: device %d entry %d)" % (d, i, g["d"], g["i"])
-        if g["f"] != frames:
-            return "device %d entry %d: frames differ:\n  memlens %s\n  python  %s" % (d, i, g["f"][:4], frames[:4])
+        return "%d entries and blocks read, Python has %d" % (len(got), len(want))
+    for g, w in zip(got, want):
+        place = {k: v for k, v in w.items() if k != "f"}
+        if {k: v for k, v in g.items() if k != "f"} != place:
+            return "order differs at %s (memlens: %s)" % (place, {k: v for k, v in g.items() if k != "f"})
+        if g["f"] != w["f"]:
+            return "%s: frames differ:\n  memlens %s\n  python  %s" % (place, g["f"][:4], w["f"][:4])
     return None
 
 
