@@ -206,7 +206,7 @@ if [[ -n $EXAMPLE ]]; then
   rec cxx 0 --snapshot-iterations 3,10 --max-entries 2000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
 fi
 
-# --stack-depth 2: kept in the scratch directory (RESULTS holds 8 files at most); checked in 6b.
+# --stack-depth 2: kept in the scratch directory (RESULTS holds 8 files at most); checked with the others in 6.
 say "record depth (--stack-depth 2)"
 t=$SECONDS
 timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-every 10 --max-entries 2000 \
@@ -216,10 +216,10 @@ note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expec
 
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
-"$PY" - "$CLI" "$RESULTS" "$CHECKS" <<'EOF'
+"$PY" - "$CLI" "$RESULTS" "$CHECKS" "$WORK" <<'EOF'
 import json, os, pickle, subprocess, sys
 
-cli, results, checks = sys.argv[1:4]
+cli, results, checks, work = sys.argv[1:5]
 out = open(checks, "a")
 
 
@@ -301,22 +301,9 @@ if s:
          "C++ OOM observer %s" % s["process"]["info"].get("oom_observer"))
     summary["cxx"] = s
 json.dump(summary, open(os.path.join(results, ".sessions.json"), "w"))
-EOF
-
-# ---- 6b. --stack-depth 2: no stack in the exported snapshots is longer than 2 frames ------------------------
-say "checks: --stack-depth"
-"$PY" - "$CLI" "$WORK" "$CHECKS" <<'EOF'
-import json, os, pickle, subprocess, sys
-
-cli, work, checks = sys.argv[1:4]
-out = open(checks, "a")
 
 
-def note(name, ok, detail):
-    out.write(json.dumps({"name": name, "ok": bool(ok), "detail": detail}) + "\n")
-    print("  %s: %s: %s" % ("ok" if ok else "FAILED", name, detail))
-
-
+# --stack-depth 2: no stack in the exported snapshots is longer than 2 frames
 def stacks(o, found):
     """Every 'frames' list of a snapshot: segments, blocks, 2.0's history, device_traces."""
     if isinstance(o, dict):
@@ -355,6 +342,7 @@ else:
              "%d stacks, longest %d frames; info stack_depth %r, stacks_trimmed %r" % (
                  len(found), longest, info.get("stack_depth"), info.get("stacks_trimmed")))
 EOF
+
 
 # ---- 7. size limits, summary ------------------------------------------------------------------------------
 say "results"
