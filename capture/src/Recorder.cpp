@@ -183,6 +183,7 @@ public:
 private:
     struct Conn {
         int fd = -1;
+        int64_t id = 0;    // the order it connected in, from 1: the messages' source
         std::string head;  // the 16-byte header, then the JSON text
         FrameHeader frame;
         bool haveHeader = false;
@@ -215,6 +216,7 @@ private:
             }
             Conn c;
             c.fd = fd;
+            c.id = ++connections_;
             conns_.push_back(std::move(c));
             open_ = static_cast<int>(conns_.size());
             touch();
@@ -227,6 +229,7 @@ private:
         m.head = json::parse(c.head.begin() + kFrameHeaderBytes, c.head.end(), nullptr, false);
         if (!m.head.is_object()) throw ProtocolError("bad frame: the JSON part is not an object");
         m.blob = std::move(c.blob);
+        m.source = c.id;
         c.head.clear();
         c.blob.clear();
         c.blobGot = 0;
@@ -354,6 +357,7 @@ private:
     bool quiet_;
     int wake_[2] = {-1, -1};
     std::vector<Conn> conns_;
+    int64_t connections_ = 0;
     std::atomic<bool> stop_{false}, snapshotRequest_{false}, inPost_{false}, anyAgent_{false};
     std::atomic<uint64_t> loops_{0};
     std::atomic<int> open_{0};

@@ -188,12 +188,69 @@ void SessionSink::run() {
     }
 }
 
+void SessionSink::applyProcessRecord(const json& h, const std::string& t) {
+    SessionProcess& p = process_;
+    json info = parseObject(p.infoJson);
+    if (t == "hello") {
+        int64_t pid = num(h, "pid");
+        if (pid && p.pid && pid != p.pid) info["launcher_pid"] = p.pid;
+        if (pid) p.pid = pid;
+        if (p.command.empty() && h.contains("argv") && h["argv"].is_array())
+            for (const auto& a : h["argv"])
+                if (a.is_string()) p.command.push_back(a.get<std::string>());
+        if (h.contains("argv")) info["argv"] = h["argv"];
+        if (auto v = str(h, "python"); !v.empty()) p.python = v;
+        if (auto v = str(h, "cwd"); !v.empty() && p.cwd.empty()) p.cwd = v;
+        if (auto v = str(h, "host"); !v.empty() && p.host.empty()) p.host = v;
+        if (auto v = str(h, "agent"); !v.empty()) info["agent"] = v;
+        if (!p.startedUs) p.startedUs = num(h, "time_us");
+    } else {
+        if (h.contains("torch")) p.torch = str(h, "torch");
+        if (h.contains("cuda")) p.cuda = str(h, "cuda");
+        if (auto it = h.find("devices"); it != h.end() && it->is_array()) p.devicesJson = dump(*it);
+        if (auto it = h.find("allocator_snapshots"); it != h.end() && it->is_boolean())
+            p.allocatorSnapshots = it->get<bool>();
+        if (h.contains("snapshots_note")) p.snapshotsNote = str(h, "snapshots_note");
+        if (auto it = h.find("info"); it != h.end() && it->is_object())
+            for (auto& [k, v] : it->items()) info[k] = v;
+    }
+    p.infoJson = dump(info);
+    writer_->setProcess(p);
+}
+
+bool SessionSink::keeps(const Message& m) {
+    const std::string t = m.type();
+    if (firstSource_ < 0) firstSource_ = m.source;
+    if (t == "hello" || t == "process") processRecords_[m.source].push_back(m.head);
+    if (keptSource_ < 0 && t == "iteration") {
+        const auto rank = m.head.find("rank");
+        if (rank == m.head.end() || !rank->is_number_integer() || rank->get<int64_t>() == 0) {
+            keptSource_ = m.source;
+            if (m.source != firstSource_)  // a worker of the first process: its records replace the launcher's
+                for (const json& r : processRecords_[m.source]) applyProcessRecord(r, r.value("t", ""));
+            json info = parseObject(process_.infoJson);
+            if (rank != m.head.end()) {
+                info["rank"] = *rank;
+                if (auto w = m.head.find("world_size"); w != m.head.end()) info["world_size"] = *w;
+            }
+            process_.infoJson = dump(info);
+            writer_->setProcess(process_);
+        }
+    }
+    return m.source == (keptSource_ >= 0 ? keptSource_ : firstSource_);
+}
+
 void SessionSink::apply(Message& m) {
     const json& h = m.head;
     std::string t = m.type();
     {
         std::lock_guard<std::mutex> g(mu_);
         ++stats_.messages;
+    }
+    if (!keeps(m)) {
+        std::lock_guard<std::mutex> g(mu_);
+        ++stats_.otherProcesses;
+        return;
     }
     if (t == "iteration") {
         SessionIteration it{num(h, "index"), str(h, "phase", "other"), num(h, "start_us"), num(h, "end_us")};
@@ -248,33 +305,7 @@ void SessionSink::apply(Message& m) {
         std::lock_guard<std::mutex> lk(mu_);
         ++stats_.graphScans;
     } else if (t == "hello" || t == "process") {
-        SessionProcess& p = process_;
-        json info = parseObject(p.infoJson);
-        if (t == "hello") {
-            int64_t pid = num(h, "pid");
-            if (pid && p.pid && pid != p.pid) info["launcher_pid"] = p.pid;
-            if (pid) p.pid = pid;
-            if (p.command.empty() && h.contains("argv") && h["argv"].is_array())
-                for (const auto& a : h["argv"])
-                    if (a.is_string()) p.command.push_back(a.get<std::string>());
-            if (h.contains("argv")) info["argv"] = h["argv"];
-            if (auto v = str(h, "python"); !v.empty()) p.python = v;
-            if (auto v = str(h, "cwd"); !v.empty() && p.cwd.empty()) p.cwd = v;
-            if (auto v = str(h, "host"); !v.empty() && p.host.empty()) p.host = v;
-            if (auto v = str(h, "agent"); !v.empty()) info["agent"] = v;
-            if (!p.startedUs) p.startedUs = num(h, "time_us");
-        } else {
-            if (h.contains("torch")) p.torch = str(h, "torch");
-            if (h.contains("cuda")) p.cuda = str(h, "cuda");
-            if (auto it = h.find("devices"); it != h.end() && it->is_array()) p.devicesJson = dump(*it);
-            if (auto it = h.find("allocator_snapshots"); it != h.end() && it->is_boolean())
-                p.allocatorSnapshots = it->get<bool>();
-            if (h.contains("snapshots_note")) p.snapshotsNote = str(h, "snapshots_note");
-            if (auto it = h.find("info"); it != h.end() && it->is_object())
-                for (auto& [k, v] : it->items()) info[k] = v;
-        }
-        p.infoJson = dump(info);
-        writer_->setProcess(p);
+        applyProcessRecord(h, t);
     } else if (t == "bye") {
         json info = parseObject(process_.infoJson);
         info["agent_exit"] = str(h, "reason", "exit");

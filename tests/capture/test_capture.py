@@ -489,6 +489,34 @@ def case_stack_depth():
           "and its process record says so: %r" % s_note)
 
 
+def case_processes():
+    """Several processes with the agent: the session keeps rank 0's records of a job started like
+    torch.multiprocessing.spawn (a waiting launcher, two workers), and a training process's over
+    a helper process's."""
+    out = os.path.join(TMP, "ddp.memlens")
+    port = 29500 + os.getpid() % 400
+    rc, so, se = record(out, py("ddp_spawn.py", 2, 7, port), options=["--quiet"], timeout=240)
+    check(rc == 0, "the job exits 0 (stderr: %s)" % se.strip()[-400:])
+    pids = dict(line.rsplit(" pid ", 1) for line in so.splitlines() if " pid " in line)
+    s = session(out)
+    p = s["process"]
+    check(len(s["iterations"]) == 7 and phases(s) == ["train"] * 7,
+          "7 train iterations: rank 0's, not both workers' (%d)" % len(s["iterations"]))
+    check(p["pid"] == int(pids["rank 0"]), "the process is rank 0's worker (pid %s; printed %s)" % (p["pid"], pids))
+    check(p["info"].get("rank") == 0 and p["info"].get("world_size") == 2, "rank 0 of 2 (%s)" % p["info"])
+    check(p["info"].get("launcher_pid") == int(pids["launcher"]), "the launcher's pid is kept (%s)" % p["info"])
+    check(p["command"][1].endswith("ddp_spawn.py") and p["exit_code"] == 0, "the command and exit status are the job's")
+
+    out = os.path.join(TMP, "helper.memlens")
+    rc, so, se = record(out, py("with_helper_process.py", 5), options=["--quiet"])
+    check(rc == 0, "the job exits 0 (stderr: %s)" % se.strip()[-400:])
+    pids = dict(line.rsplit(" pid ", 1) for line in so.splitlines() if " pid " in line)
+    s = session(out)
+    check("helper" in pids and len(s["iterations"]) == 5, "5 iterations, the helper ran (%s)" % pids)
+    check(s["process"]["pid"] == int(pids["main"]) and "launcher_pid" not in s["process"]["info"],
+          "the process is the training one, not the helper (%s)" % s["process"]["pid"])
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -82,6 +82,7 @@ class Agent(object):
         self.lock = threading.RLock()
         self.main_ident = threading.main_thread().ident
         self.index = 0  # iterations ended so far
+        self.rank = None  # (rank, world size) once torch.distributed is initialised
         self.open = None
         self.manual = bool(config.get("manual_steps"))  # only mark_step() marks iterations
         self.boundary_us = _now_us()
@@ -244,12 +245,23 @@ class Agent(object):
         index = self.index
         self.boundary_us = end
         self.since = _Since()
-        self.ch.send(_channel.iteration_frame(index, phase, start, end))
+        self.ch.send(_channel.iteration_frame(index, phase, start, end, self.rank or self._distributed_rank()))
         self._after_iteration(index)
         try:
             self.graphs.at_boundary(index, phase)
         except Exception as e:
             self.error("graph scan", e)
+
+    def _distributed_rank(self):
+        """(rank, world size) of a distributed job, once known: the recorder keeps the records of
+        rank 0 (or of a process without a rank) when several processes have the agent."""
+        try:
+            dist = getattr(self.torch, "distributed", None)
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                self.rank = (int(dist.get_rank()), int(dist.get_world_size()))
+        except Exception:
+            pass
+        return self.rank
 
     def _after_iteration(self, index):
         if not self.cuda_recording:
@@ -655,13 +667,15 @@ def _cmdline():
 
 
 def start_from_environment():
-    """Connects to the recorder named in the environment; the first Python process of the job
-    takes the recording (the variables are removed, so that its children do not)."""
+    """Connects to the recorder named in the environment. Every Python process of the job does
+    (the variables stay for its children: torchrun's and torch.multiprocessing.spawn's workers);
+    the recorder keeps one process's records (the first to report an iteration as rank 0, or
+    without a rank). Forked children are switched off (after_fork_child)."""
     global _agent
     if _agent is not None:
         return _agent
-    path = os.environ.pop("MEMLENS_SOCKET", None)
-    config_text = os.environ.pop("MEMLENS_AGENT_CONFIG", None) or "{}"
+    path = os.environ.get("MEMLENS_SOCKET")
+    config_text = os.environ.get("MEMLENS_AGENT_CONFIG") or "{}"
     if not path:
         return None
     try:

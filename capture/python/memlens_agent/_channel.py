@@ -32,12 +32,16 @@ def encode(head, blob_len=0):
 _PHASES = {}
 
 
-def iteration_frame(index, phase, start_us, end_us):
-    """encode() of an iteration message, a few times faster (it is sent at every step)."""
+def iteration_frame(index, phase, start_us, end_us, rank=None):
+    """encode() of an iteration message, a few times faster (it is sent at every step). rank:
+    (rank, world size) in a distributed job."""
     p = _PHASES.get(phase)
     if p is None:
         p = _PHASES[phase] = json.dumps(str(phase)).encode("utf-8", "replace")
-    js = b'{"t":"iteration","index":%d,"phase":%s,"start_us":%d,"end_us":%d}' % (index, p, start_us, end_us)
+    js = b'{"t":"iteration","index":%d,"phase":%s,"start_us":%d,"end_us":%d' % (index, p, start_us, end_us)
+    if rank is not None:
+        js += b',"rank":%d,"world_size":%d' % rank
+    js += b"}"
     return _HEADER.pack(_MAGIC, len(js), 0) + js
 
 

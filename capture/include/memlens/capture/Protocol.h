@@ -46,6 +46,7 @@ public:
 struct Message {
     nlohmann::json head;  // an object with "t"
     std::string blob;
+    int64_t source = 0;   // which connection (agent process) sent it; 0 for a single writer
     std::string type() const;
 };
 

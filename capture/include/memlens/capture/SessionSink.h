@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -33,6 +34,7 @@ public:
     struct Stats {
         uint64_t messages = 0, iterations = 0, snapshots = 0, snapshotBytes = 0, samples = 0, markers = 0,
                  graphScans = 0, writeErrors = 0;
+        uint64_t otherProcesses = 0;  // messages of agents whose records are not kept (see keeps())
         double snapshotWriteSeconds = 0;  // time spent writing snapshot rows
         uint64_t maxQueuedBytes = 0;      // high-water mark of waiting snapshot bytes
     };
@@ -59,6 +61,13 @@ private:
     using Item = std::variant<Message, std::vector<model::DeviceSample>, std::function<void(model::SessionProcess&)>>;
     void run();
     void apply(Message& m);
+    // A job may run several processes with an agent: a launcher and its workers (torchrun,
+    // torch.multiprocessing.spawn), helpers started with the same environment. The session keeps
+    // one process's records: the first to connect, until a process reports an iteration as rank 0
+    // or without a rank; from then on that one's (its hello and process records replayed over the
+    // first's, which becomes the launcher). Whether M's records are kept.
+    bool keeps(const Message& m);
+    void applyProcessRecord(const nlohmann::json& h, const std::string& type);
     void writeProcess();
     void reportError(const std::string& what);
 
@@ -72,6 +81,8 @@ private:
     bool closing_ = false, closed_ = false;
     Stats stats_;
     int64_t lastIteration_ = 0;
+    int64_t firstSource_ = -1, keptSource_ = -1;  // -1: none yet
+    std::map<int64_t, std::vector<nlohmann::json>> processRecords_;  // hello and process heads by source
     std::atomic<uint64_t> errors_{0};
     std::thread thread_;
 };
