@@ -292,9 +292,13 @@ private:
         return true;
     }
 
+    // To the process whose records the session keeps (all agents, before any has spoken):
+    // another rank's snapshot would be dropped anyway.
     void sendRequests() {
         std::string frame = encodeFrameStart(json{{"t", "snapshot_request"}}, 0);
-        for (auto& c : conns_) (void)!::send(c.fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        const int64_t kept = sink_.keptSource();
+        for (auto& c : conns_)
+            if (kept == 0 || c.id == kept) (void)!::send(c.fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     }
 
     // Idle connections are not polled but read every kSweepMs: a job's small messages then cost

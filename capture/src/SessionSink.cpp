@@ -237,7 +237,9 @@ bool SessionSink::keeps(const Message& m) {
             writer_->setProcess(process_);
         }
     }
-    return m.source == (keptSource_ >= 0 ? keptSource_ : firstSource_);
+    const int64_t kept = keptSource_ >= 0 ? keptSource_ : firstSource_;
+    keptNow_ = kept;
+    return m.source == kept;
 }
 
 void SessionSink::apply(Message& m) {

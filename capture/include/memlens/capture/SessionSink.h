@@ -54,6 +54,8 @@ public:
     void close();
 
     Stats stats() const;
+    // The source whose records are kept now (see keeps()); 0 before any message. Thread-safe.
+    int64_t keptSource() const { return keptNow_.load(); }
     // Bytes of snapshot blobs posted and not written yet.
     uint64_t queuedBytes() const;
 
@@ -82,6 +84,7 @@ private:
     Stats stats_;
     int64_t lastIteration_ = 0;
     int64_t firstSource_ = -1, keptSource_ = -1;  // -1: none yet
+    std::atomic<int64_t> keptNow_{0};
     std::map<int64_t, std::vector<nlohmann::json>> processRecords_;  // hello and process heads by source
     std::atomic<uint64_t> errors_{0};
     std::thread thread_;
