@@ -211,7 +211,8 @@ void AllocationSitesView::request() {
     std::function<model::AllocationSites()> job;
     QString status;
     if (mode() == Mode::SelectedRange) {
-        const auto [first, last] = *m_doc->selection();
+        // not a structured binding: lambdas cannot capture those before clang 16
+        const int64_t first = m_doc->selection()->first, last = m_doc->selection()->second;
         const int device = m_doc->device();
         job = [snapshot, device, first, last, options] {
             const model::DeviceData* d = snapshot->device(device);
