@@ -11,8 +11,13 @@ namespace graphtest {
 using Json = nlohmann::json;
 
 // A node of a hand-built graph.
-inline Json node(const std::string& name, Json saved = Json::array()) {
-    return Json{{"name", name}, {"saved", std::move(saved)}};
+// saved: a vector, not a Json: `Json x = {oneObject}` is a one-element array with one compiler
+// and a copy of the object with another (nlohmann-json's brace-initialisation pitfall; GCC 12 and
+// Clang 14 disagree here).
+inline Json node(const std::string& name, const std::vector<Json>& saved = {}) {
+    Json list = Json::array();
+    for (const Json& s : saved) list.push_back(s);
+    return Json{{"name", name}, {"saved", std::move(list)}};
 }
 inline Json param(const std::vector<int64_t>& shape, uint64_t bytes) {
     return Json{{"name", "torch::autograd::AccumulateGrad"},

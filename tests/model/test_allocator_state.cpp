@@ -77,7 +77,8 @@ TEST(AllocatorState, EveryEntryOfASmallTrace) {
         EXPECT_EQ(last.largestFreeBlock, 2090496u);
         EXPECT_NEAR(last.fragmentation(), 1.0 - 2090496.0 / (MiB2 - 5632.0), 1e-12);
         // who allocated what
-        const auto& b = h.stateAfter(2).segments[0].blocks[0];
+        const DeviceState after2 = h.stateAfter(2);  // by value: a reference into it must not outlive it
+        const auto& b = after2.segments[0].blocks[0];
         EXPECT_EQ(b.allocIndex, 1);
         EXPECT_EQ(snap.str(snap.frames[snap.stackBegin(b.stack)[0]].name), "a");
         EXPECT_EQ(h.stateAfter(5).segments[0].blocks[1].allocIndex, 2);
