@@ -12,7 +12,6 @@
 #include "SessionPanel.h"
 #include "StartPage.h"
 
-#include "memlens/model/ProcessSeries.h"
 #include "memlens/views/BreakdownView.h"
 #include "memlens/views/ByteFormat.h"
 #include "memlens/views/SnapshotDocument.h"
@@ -77,9 +76,7 @@ MainWindow::MainWindow(bool persistent, QWidget* parent) : QMainWindow(parent), 
     connect(m_sessions, &SessionLoader::failed, this, [this](quint64 g, const QString& path, const QString& message) {
         if (g != m_sessionGeneration) return;
         m_sessionGeneration = 0;
-        m_banner->showError(message);
-        emit openFailed(path, message);
-        startNextLoad();
+        loadFailed(path, message);
     });
     m_poll = new QTimer(this);
     m_poll->setInterval(1000);
@@ -387,9 +384,21 @@ void MainWindow::acceptDocument(views::SnapshotDocument* doc) {
 
 void MainWindow::onFailed(quint64 generation, const QString& path, const QString& message) {
     if (generation != m_generation) return;
+    loadFailed(path, message);
+}
+
+void MainWindow::loadFailed(const QString& path, const QString& message) {
     m_banner->showError(message);
     emit openFailed(path, message);
     startNextLoad();
+}
+
+void MainWindow::loadSessionSnapshot(views::SnapshotDocument* doc, int64_t snapshotId, int64_t iteration) {
+    m_queue.clear();
+    m_loader->cancel();
+    m_generation = 0;
+    m_progress->start(doc->fileName(), 0);
+    m_sessionGeneration = m_sessions->load(doc->path(), snapshotId, iteration);
 }
 
 void MainWindow::addDocument(views::SnapshotDocument* doc) {
@@ -442,9 +451,7 @@ void MainWindow::showDocument(int) {
 void MainWindow::updateSession() {
     views::SnapshotDocument* doc = currentDocument();
     SessionState* session = SessionState::of(doc);
-    const int device = doc ? doc->device() : 0;
-    m_sessionPanel->setSession(session, device);
-    m_sessionPanel->setTraceSpan(session ? traceSpan(doc) : std::nullopt);
+    m_sessionPanel->setSession(session, doc ? doc->device() : 0, session ? traceSpan(doc) : std::nullopt);
     updateTimelineProcessSeries();
     if (m_docksShown) {
         m_sessionDock->setVisible(session != nullptr);
@@ -479,12 +486,10 @@ std::optional<std::pair<int64_t, int64_t>> MainWindow::traceSpan(const views::Sn
 }
 
 void MainWindow::updateTimelineProcessSeries() {
-    views::SnapshotDocument* doc = currentDocument();
-    SessionState* session = SessionState::of(doc);
+    // the session panel has the series of the current document's device (empty without a session)
     QDockWidget* timelineDock = dock(QStringLiteral("timeline"));
     if (auto* timeline = timelineDock ? qobject_cast<views::TimelineView*>(timelineDock->widget()) : nullptr)
-        timeline->setProcessSeries(session ? model::nvmlProcessSeries(session->file().samples(), doc->device())
-                                           : std::vector<model::TimedBytes>{});
+        timeline->setProcessSeries(m_sessionPanel->nvmlSeries());
 }
 
 void MainWindow::syncSessionGraphs(views::SnapshotDocument* doc) {
@@ -501,6 +506,11 @@ void MainWindow::pollSession() {
         m_poll->stop();
         return;
     }
+    // following the end (the last iteration selected, or none yet): the newest iteration and
+    // snapshot are shown as they come
+    const auto& its = session->file().iterations();
+    const int64_t lastBefore = its.empty() ? 0 : its.back().index;
+    const bool following = session->iteration() == 0 || session->iteration() == lastBefore;
     model::SessionFile::Update u;
     try {
         u = session->file().poll();
@@ -510,26 +520,21 @@ void MainWindow::pollSession() {
         return;
     }
     if (u.any()) {
-        // following the end: the newest iteration becomes the selected one
-        const auto& its = session->file().iterations();
-        const bool atEnd = u.iterations > 0 && (session->iteration() == 0 || (its.size() > u.iterations &&
-                                                                             session->iteration() == its[its.size() - u.iterations - 1].index));
-        if (atEnd) session->setIteration(its.back().index);
+        const bool moved = following && u.iterations > 0;
+        if (moved) session->setIteration(its.back().index);
         m_sessionPanel->refresh();
         if (u.samples > 0) updateTimelineProcessSeries();
-        if (u.graphScans > 0 || atEnd) syncSessionGraphs(doc);
+        if (u.graphScans > 0 || moved) syncSessionGraphs(doc);
     }
-    // ... and the newest snapshot is shown, once no other load runs (each snapshot tried once)
-    const auto& its = session->file().iterations();
+    // a new snapshot once no other load runs (each snapshot tried once)
     const auto& snaps = session->file().snapshots();
-    const bool following = session->snapshotId() == 0 || its.empty() || session->iteration() == its.back().index;
-    const bool pending = following && !snaps.empty() && snaps.back().id != session->snapshotId() &&
+    const bool pending = (following || session->snapshotId() == 0) && !snaps.empty() &&
+                         snaps.back().id != session->snapshotId() &&
                          !(m_followPath == doc->path() && m_followSnapshot == snaps.back().id);
     if (pending && !isLoading()) {
         m_followPath = doc->path();
         m_followSnapshot = snaps.back().id;
-        m_progress->start(doc->fileName(), 0);
-        m_sessionGeneration = m_sessions->load(doc->path(), snaps.back().id, snaps.back().iteration);
+        loadSessionSnapshot(doc, snaps.back().id, snaps.back().iteration);
         m_followGeneration = m_sessionGeneration;
     }
     if (!session->file().live() && !pending) m_poll->stop();
@@ -559,11 +564,7 @@ void MainWindow::selectIteration(int64_t index) {
     if (!session) return;
     const model::SessionSnapshot* snap = session->snapshotOfIteration(index);
     if (snap && snap->id != session->snapshotId()) {
-        m_queue.clear();
-        m_loader->cancel();
-        m_generation = 0;
-        m_progress->start(doc->fileName(), 0);
-        m_sessionGeneration = m_sessions->load(doc->path(), snap->id, index);
+        loadSessionSnapshot(doc, snap->id, index);
         return;
     }
     session->setIteration(index);

@@ -96,6 +96,10 @@ private:
     void onLoaded(quint64 generation, std::shared_ptr<const views::LoadedSnapshot> loaded);
     void onFailed(quint64 generation, const QString& path, const QString& message);
     void cancelLoading();
+    // The one-line banner and openFailed() for a file that could not be read; then the next file.
+    void loadFailed(const QString& path, const QString& message);
+    // Loads snapshot SNAPSHOTID of DOC's session into DOC's tab, selecting ITERATION.
+    void loadSessionSnapshot(views::SnapshotDocument* doc, int64_t snapshotId, int64_t iteration);
     void onSessionLoaded(quint64 generation, std::shared_ptr<SessionLoadResult> result);
     void acceptDocument(views::SnapshotDocument* doc);
     void stepIteration(int delta);

@@ -97,9 +97,10 @@ SessionPanel::SessionPanel(QWidget* parent) : QWidget(parent) {
     setSession(nullptr);
 }
 
-void SessionPanel::setSession(SessionState* session, int device) {
+void SessionPanel::setSession(SessionState* session, int device, std::optional<std::pair<int64_t, int64_t>> traceSpan) {
     m_session = session;
     m_device = device;
+    m_traceSpan = traceSpan;
     refresh();
 }
 
@@ -148,6 +149,7 @@ void SessionPanel::refresh() {
     m_snapshotNow->setEnabled(on && m_session->file().live() && m_session->file().writerPid() > 0 &&
                               m_session->file().writerHost() == QSysInfo::machineHostName().toStdString());
     if (!on) {
+        m_nvml.clear();
         m_note->setText(tr("Not a session: open a .memlens file (memlens-cli record) to see iterations and process samples."));
         m_figures->clear();
         m_strip->setIterations({}, {});
@@ -204,11 +206,6 @@ void SessionPanel::refresh() {
                         .arg(std::llabs(nvml->timeUs - torch->timeUs) / 1000);
         m_figures->setText(text);
     }
-    refreshPlot();
-}
-
-void SessionPanel::setTraceSpan(std::optional<std::pair<int64_t, int64_t>> span) {
-    m_traceSpan = span;
     refreshPlot();
 }
 

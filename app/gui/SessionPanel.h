@@ -31,13 +31,15 @@ public:
     explicit SessionPanel(QWidget* parent = nullptr);
 
     // nullptr: no session (a plain snapshot). device: the document's (torch's numbering).
-    void setSession(SessionState* session, int device = 0);
+    // traceSpan: the shown snapshot's trace (first and last entry's time, epoch µs), shaded in the
+    // process plot: which part of the job the timeline above shows; nullopt: none (no trace, or
+    // entries without times).
+    void setSession(SessionState* session, int device = 0,
+                    std::optional<std::pair<int64_t, int64_t>> traceSpan = std::nullopt);
     // Redraws after the session grew (poll) or the selected iteration changed.
     void refresh();
-    // The span of the shown snapshot's trace (first and last entry's time, epoch µs), shaded in
-    // the process plot: which part of the job the timeline above shows. nullopt: none (no trace,
-    // or entries without times).
-    void setTraceSpan(std::optional<std::pair<int64_t, int64_t>> span);
+    // What nvidia-smi showed on the device (model::nvmlProcessSeries), as of the last refresh.
+    const std::vector<model::TimedBytes>& nvmlSeries() const { return m_nvml; }
     // The shaded span in the plot's seconds, while shown.
     std::optional<std::pair<double, double>> traceSpanSeconds() const;
 
