@@ -11,9 +11,8 @@ class SnapshotDocument;
 
 namespace memlens::gui {
 
-// The scans of DOC's session, read on first use (the session the window already holds when there
-// is one, else the file); nullptr for a plain snapshot. A session without scans gives a document
-// with none (the views say why).
+// The scans of DOC's session (its SessionState), taken on first use; nullptr for a plain
+// snapshot. A session without scans gives a document with none (the views say why).
 views::GraphScansDocument* graphScansFor(views::SnapshotDocument* doc);
 // Whether DOC's session has at least one graph scan.
 bool hasGraphScans(views::SnapshotDocument* doc);

@@ -1,5 +1,7 @@
 #include "memlens/model/GraphScans.h"
 
+#include <cstdlib>
+
 #include "memlens/model/ByteFormat.h"
 
 #include <nlohmann/json.hpp>
@@ -145,6 +147,12 @@ std::string SavedTensorInfo::shapeText() const {
     s += "]";
     if (!dtype.empty()) s += " " + dtype;
     return s;
+}
+
+std::optional<int> cudaDeviceIndex(const std::string& device) {
+    if (device == "cuda") return 0;
+    if (device.rfind("cuda:", 0) != 0) return std::nullopt;
+    return std::atoi(device.c_str() + 5);
 }
 
 bool GraphNodeInfo::isAccumulateGrad() const {

@@ -3,6 +3,7 @@
 // with graph scans is current, and the two views registered in the catalog.
 #include "GraphScansBinding.h"
 #include "MainWindow.h"
+#include "SessionLoader.h"
 #include "ViewCatalog.h"
 
 #include "memlens/model/SessionWriter.h"
@@ -55,8 +56,14 @@ QString writeSession(const QString& path, bool withScans) {
     return path;
 }
 
+// A document as the window makes it: a session's carries the session (SessionState).
 std::unique_ptr<views::SnapshotDocument> documentOf(const QString& path) {
-    return std::make_unique<views::SnapshotDocument>(views::LoadedSnapshot::fromSnapshot(model::Snapshot{}, path.toStdString()));
+    if (!gui::isSessionFile(path))
+        return std::make_unique<views::SnapshotDocument>(views::LoadedSnapshot::fromSnapshot(model::Snapshot{}, path.toStdString()));
+    gui::SessionLoadResult loaded = gui::loadSession(path.toStdString(), 0, 0, {});
+    auto doc = std::make_unique<views::SnapshotDocument>(loaded.loaded);
+    new gui::SessionState(std::move(loaded), doc.get());
+    return doc;
 }
 
 } // namespace

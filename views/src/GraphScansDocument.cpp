@@ -1,6 +1,5 @@
 #include "memlens/views/GraphScansDocument.h"
 
-#include "memlens/model/SessionFile.h"
 
 #include <algorithm>
 
@@ -10,11 +9,6 @@ GraphScansDocument::GraphScansDocument(std::shared_ptr<const model::GraphScans> 
     : QObject(parent), m_scans(scans ? std::move(scans) : std::make_shared<const model::GraphScans>()), m_path(std::move(path)) {
     m_current = scanCount() - 1;
     if (const auto* s = currentScanData(); s && !s->graphs.empty()) m_graph = 0;
-}
-
-std::shared_ptr<const model::GraphScans> GraphScansDocument::load(const QString& path) {
-    model::SessionFile f(path.toStdString());
-    return std::make_shared<const model::GraphScans>(model::GraphScans::fromStored(f.graphScans(), f.iterations()));
 }
 
 const model::GraphScanData* GraphScansDocument::currentScanData() const {

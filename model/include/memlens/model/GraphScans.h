@@ -24,6 +24,9 @@ enum class SavedState : uint8_t { Alive, Released, Hooked };
 const char* savedStateName(SavedState s);
 
 // One saved-tensor slot of a node (or an AccumulateGrad node's leaf, `variable`).
+// The CUDA device of a tensor's device string: "cuda:1" -> 1, "cuda" -> 0; nullopt otherwise.
+std::optional<int> cudaDeviceIndex(const std::string& device);
+
 struct SavedTensorInfo {
     std::string name;  // "mat1", "saved_tensors[0]", "ctx.buf", "variable"
     SavedState state = SavedState::Alive;

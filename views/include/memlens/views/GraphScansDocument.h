@@ -16,10 +16,6 @@ class GraphScansDocument : public QObject {
 public:
     explicit GraphScansDocument(std::shared_ptr<const model::GraphScans> scans, QString path = {}, QObject* parent = nullptr);
 
-    // Reads the scans (and the iterations, for growth per phase) of a session file; throws
-    // model::SessionError. Safe on any thread.
-    static std::shared_ptr<const model::GraphScans> load(const QString& path);
-
     const model::GraphScans& scans() const { return *m_scans; }
     std::shared_ptr<const model::GraphScans> sharedScans() const { return m_scans; }
     QString path() const { return m_path; }
