@@ -273,6 +273,10 @@ private slots:
         nowhere.name = "mask";
         nowhere.ptr = slot(6) + 16;  // inside the segment, in no allocated block
         n.saved.push_back(nowhere);
+        SavedTensorInfo elsewhere = t;
+        elsewhere.name = "weight";
+        elsewhere.device = "cuda:1";  // D's address, but on another GPU than the one shown
+        n.saved.push_back(elsewhere);
         g.nodesList.push_back(n);
         g.nodes = 1;
         GraphView v;
@@ -282,7 +286,7 @@ private slots:
         v.setGraph(std::make_shared<const RetainedGraph>(g));
         QVERIFY(waitLaidOut(v));
         v.selectNode(0);
-        QCOMPARE(v.listedTensors().size(), size_t(3));
+        QCOMPARE(v.listedTensors().size(), size_t(4));
 
         QSignalSpy allocation(doc.get(), &SnapshotDocument::allocationSelected);
         QSignalSpy current(doc.get(), &SnapshotDocument::currentEventChanged);
@@ -311,6 +315,10 @@ private slots:
         QVERIFY(!v.activateTensor(2));
         QCOMPARE(allocation.count(), 2);
         QVERIFY2(v.statusText().contains(QStringLiteral("in no allocated block")), qPrintable(v.statusText()));
+        // on another GPU: not looked up in this device's blocks
+        QVERIFY(!v.activateTensor(3));
+        QCOMPARE(allocation.count(), 2);
+        QVERIFY2(v.statusText().contains(QStringLiteral("is on cuda:1; the views show device 0")), qPrintable(v.statusText()));
         // no snapshot open: said so
         v.setDocument(nullptr);
         QVERIFY(!v.activateTensor(0));

@@ -701,6 +701,13 @@ bool GraphView::activateSavedTensor(const model::SavedTensorInfo& t) {
         setStatus(tr("%1 at %2: no snapshot of this session is open to look its block up in.").arg(qs(t.name), hex(*t.ptr)));
         return false;
     }
+    if (model::cudaDeviceIndex(t.device).value_or(0) != m_doc->device()) {
+        // its address means nothing in another device's blocks
+        setStatus(tr("%1 is on %2; the views show device %3: pick that device to find its block.")
+                      .arg(qs(t.name), qs(t.device))
+                      .arg(m_doc->device()));
+        return false;
+    }
     const uint64_t ptr = *t.ptr;
     auto find = [ptr](const model::DeviceState& st) -> std::optional<model::StateBlock> {
         for (const auto& seg : st.segments) {
