@@ -3,8 +3,8 @@
 #include "SessionLoader.h"
 
 #include "memlens/model/SessionFile.h"
-#include "memlens/views/GraphScansDocument.h"
-#include "memlens/views/SnapshotDocument.h"
+#include "document/GraphScansDocument.h"
+#include "document/SnapshotDocument.h"
 
 #include <QDockWidget>
 #include <QMainWindow>

@@ -3,7 +3,7 @@
 // by phase (train, eval, other); iterations with an allocator snapshot carry a dot; the selected
 // iteration is outlined. A click selects an iteration. Drawn with at most one primitive per pixel
 // column when iterations outnumber pixels.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <QWidget>
 

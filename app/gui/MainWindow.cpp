@@ -12,11 +12,11 @@
 #include "SessionPanel.h"
 #include "StartPage.h"
 
-#include "memlens/views/BreakdownView.h"
-#include "memlens/views/ByteFormat.h"
-#include "memlens/views/SnapshotDocument.h"
-#include "memlens/views/SnapshotLoader.h"
-#include "memlens/views/TimelineView.h"
+#include "breakdown/BreakdownView.h"
+#include "common/ByteText.h"
+#include "document/SnapshotDocument.h"
+#include "document/SnapshotLoader.h"
+#include "timeline/TimelineView.h"
 
 #include <QAction>
 #include <QApplication>

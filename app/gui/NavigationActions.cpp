@@ -1,7 +1,7 @@
 #include "NavigationActions.h"
 
-#include "memlens/views/EventNavigation.h"
-#include "memlens/views/SnapshotDocument.h"
+#include "core/EventNavigation.h"
+#include "document/SnapshotDocument.h"
 
 #include <QAction>
 #include <QMenu>

@@ -2,7 +2,7 @@
 
 #include "MainWindow.h"
 
-#include "memlens/views/SnapshotDocument.h"
+#include "document/SnapshotDocument.h"
 
 #include <QCoreApplication>
 #include <QPixmap>

@@ -2,8 +2,8 @@
 
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
-#include "memlens/views/BackgroundLoad.h"
-#include "memlens/views/SnapshotDocument.h"
+#include "document/BackgroundLoad.h"
+#include "document/SnapshotDocument.h"
 
 #include <QFile>
 

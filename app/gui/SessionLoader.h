@@ -4,7 +4,7 @@
 // and rewound like a snapshot file, and the session itself stays with the document
 // (SessionState, a child of the SnapshotDocument) for the iteration strip and live following.
 #include "memlens/model/SessionFile.h"
-#include "memlens/views/LoadedSnapshot.h"
+#include "core/LoadedSnapshot.h"
 
 #include <QObject>
 #include <QString>

@@ -3,8 +3,8 @@
 #include "IterationStrip.h"
 #include "SessionLoader.h"
 
-#include "memlens/views/ByteFormat.h"
-#include "memlens/views/QCustomPlotInclude.h"
+#include "common/ByteText.h"
+#include "timeline/QCustomPlotInclude.h"
 
 #include <QHBoxLayout>
 #include <QLabel>
@@ -19,10 +19,6 @@
 #include <signal.h>
 
 namespace memlens::gui {
-
-namespace {
-QString bytes(int64_t b) { return views::formatBytes(static_cast<double>(b)); }
-} // namespace
 
 SessionPanel::SessionPanel(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("sessionPanel"));
@@ -195,14 +191,14 @@ void SessionPanel::refresh() {
         m_figures->setText(f.samples().empty() ? tr("No process samples (NVML absent and no torch readings).") : QString());
     } else {
         QStringList fig;
-        if (nvml) fig << tr("NVML process total %1").arg(bytes(nvml->bytes));
-        if (torch && torch->reserved) fig << tr("torch reserved %1").arg(bytes(*torch->reserved));
-        if (torch && torch->allocated) fig << tr("allocated %1").arg(bytes(*torch->allocated));
+        if (nvml) fig << tr("NVML process total %1").arg(views::formatBytes(nvml->bytes));
+        if (torch && torch->reserved) fig << tr("torch reserved %1").arg(views::formatBytes(*torch->reserved));
+        if (torch && torch->allocated) fig << tr("allocated %1").arg(views::formatBytes(*torch->allocated));
         QString text = tr("Device %1, nearest samples: ").arg(m_device) + fig.join(QStringLiteral(", "));
         if (nvml && torch && torch->reserved)
             text += tr(". Gap nvidia-smi shows beyond PyTorch: %1 (estimated: CUDA context and other libraries, "
                        "process total − reserved; samples up to %2 ms apart)")
-                        .arg(bytes(nvml->bytes - *torch->reserved))
+                        .arg(views::formatBytes(nvml->bytes - *torch->reserved))
                         .arg(std::llabs(nvml->timeUs - torch->timeUs) / 1000);
         m_figures->setText(text);
     }

@@ -6,7 +6,7 @@
 // graph scan now.
 #include "memlens/model/MemoryBreakdown.h"
 #include "memlens/model/ProcessSeries.h"
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <QWidget>
 

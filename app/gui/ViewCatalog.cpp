@@ -2,15 +2,15 @@
 
 #include "GraphScansBinding.h"
 
-#include "memlens/views/AllocationSitesView.h"
-#include "memlens/views/BlockMapView.h"
-#include "memlens/views/BreakdownView.h"
-#include "memlens/views/EventsView.h"
-#include "memlens/views/GraphView.h"
-#include "memlens/views/RetainedGraphsView.h"
-#include "memlens/views/SnapshotDocument.h"
-#include "memlens/views/StackView.h"
-#include "memlens/views/TimelineView.h"
+#include "sites/AllocationSitesView.h"
+#include "blockmap/BlockMapView.h"
+#include "breakdown/BreakdownView.h"
+#include "events/EventsView.h"
+#include "graphs/GraphView.h"
+#include "graphs/RetainedGraphsView.h"
+#include "document/SnapshotDocument.h"
+#include "stack/StackView.h"
+#include "timeline/TimelineView.h"
 
 namespace memlens::gui {
 

@@ -1,6 +1,6 @@
 // CRC-32 (polynomial 0xEDB88320, as zlib), slicing by 8: about 1-2 GB/s, so checking a snapshot
 // of hundreds of MB costs a fraction of reading it.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <array>
 #include <bit>

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: a thin RAII layer over SQLite for SessionWriter and SessionFile, and the schema.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <sqlite3.h>
 

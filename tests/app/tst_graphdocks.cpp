@@ -7,11 +7,11 @@
 #include "ViewCatalog.h"
 
 #include "memlens/model/SessionWriter.h"
-#include "memlens/views/GraphScansDocument.h"
-#include "memlens/views/GraphView.h"
-#include "memlens/views/LoadedSnapshot.h"
-#include "memlens/views/RetainedGraphsView.h"
-#include "memlens/views/SnapshotDocument.h"
+#include "document/GraphScansDocument.h"
+#include "graphs/GraphView.h"
+#include "core/LoadedSnapshot.h"
+#include "graphs/RetainedGraphsView.h"
+#include "document/SnapshotDocument.h"
 
 #include <QDockWidget>
 #include <QMainWindow>

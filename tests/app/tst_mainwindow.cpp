@@ -6,8 +6,8 @@
 #include "MainWindow.h"
 #include "NavigationActions.h"
 
-#include "../model/Synthetic.h"
-#include "memlens/views/SnapshotDocument.h"
+#include "Synthetic.h"
+#include "document/SnapshotDocument.h"
 
 #include <QAction>
 #include <QComboBox>

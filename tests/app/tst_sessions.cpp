@@ -12,17 +12,17 @@
 #include "MainWindow.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
-#include "../model/GraphScanBuilder.h"
+#include "GraphScanBuilder.h"
 #include "GraphScansBinding.h"
 
 #include "memlens/model/SessionFile.h"
 #include "memlens/model/SessionWriter.h"
-#include "memlens/views/BlockMapCanvas.h"
-#include "memlens/views/BlockMapView.h"
-#include "memlens/views/GraphScansDocument.h"
-#include "memlens/views/QCustomPlotInclude.h"
-#include "memlens/views/SnapshotDocument.h"
-#include "memlens/views/TimelineView.h"
+#include "blockmap/BlockMapCanvas.h"
+#include "blockmap/BlockMapView.h"
+#include "document/GraphScansDocument.h"
+#include "timeline/QCustomPlotInclude.h"
+#include "document/SnapshotDocument.h"
+#include "timeline/TimelineView.h"
 
 #include <QAction>
 #include <QDockWidget>

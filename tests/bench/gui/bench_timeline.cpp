@@ -7,11 +7,11 @@
 // 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline (LoadedSnapshot::load,
 //    the document, the view, the first replot). Goal: within 3x.
 #include "memlens/model/SnapshotReader.h"
-#include "memlens/views/LoadedSnapshot.h"
-#include "memlens/views/QCustomPlotInclude.h"
-#include "memlens/views/SnapshotDocument.h"
-#include "memlens/views/TimelineLayout.h"
-#include "memlens/views/TimelineView.h"
+#include "core/LoadedSnapshot.h"
+#include "timeline/QCustomPlotInclude.h"
+#include "document/SnapshotDocument.h"
+#include "core/TimelineLayout.h"
+#include "timeline/TimelineView.h"
 
 #include <QApplication>
 #include <QFileInfo>

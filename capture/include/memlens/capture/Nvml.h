@@ -2,7 +2,7 @@
 // NVML, loaded at run time with dlopen("libnvidia-ml.so.1"): no link-time dependency, and its
 // absence (no driver, CI) is fine. MEMLENS_NVML_LIBRARY names another file (tests use a fake).
 // Reads device totals and the memory that given processes use, as nvidia-smi shows it.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <atomic>
 #include <condition_variable>

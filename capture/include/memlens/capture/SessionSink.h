@@ -4,7 +4,7 @@
 // the disk except when more than maxQueuedBytes of snapshot bytes are already waiting; that
 // back pressure reaches the job's sender thread, never its training loop.
 #include "memlens/capture/Protocol.h"
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <atomic>
 #include <condition_variable>

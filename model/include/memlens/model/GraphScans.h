@@ -11,7 +11,7 @@
 //     structure (12 identical transformer blocks) folded into one copy with a count.
 //
 // Plain C++, no Qt. Parsing never throws on bad JSON: the scan says what was wrong (error()).
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <cstdint>
 #include <optional>

@@ -6,7 +6,7 @@
 // makes NVML's device 3 torch's cuda:0), so the device is chosen as: NVML device D if the job
 // used memory there; else the only device the job used memory on; else NVML device D as it is
 // (zeros); else none.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <cstdint>
 #include <vector>

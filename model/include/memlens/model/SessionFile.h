@@ -1,5 +1,5 @@
 #pragma once
-// Reads a session file (see Session.h), also while the recorder is still writing it: poll()
+// Reads a session file (see SessionData.h), also while the recorder is still writing it: poll()
 // reads the rows added since the last read, so a window can follow a live job.
 //
 //   SessionFile f(path);                 // throws SessionError: missing, not a session, damaged
@@ -8,7 +8,7 @@
 //   std::string pickle = f.readSnapshot(id);   // the stored bytes, checksum verified
 //
 // One SessionFile is used from one thread at a time.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <cstdint>
 #include <string>

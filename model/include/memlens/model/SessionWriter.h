@@ -1,10 +1,10 @@
 #pragma once
-// Writes a session file (see Session.h). One writer per file, used from one thread at a time.
+// Writes a session file (see SessionData.h). One writer per file, used from one thread at a time.
 // Every add*() is its own transaction (a writer killed at any moment loses at most the record
 // it was writing), unless calls are grouped with beginBatch()/commitBatch(): the recorder groups
 // small records that arrived together, which a kill would lose together. Readers (SessionFile)
 // may follow the file while it grows.
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <memory>
 #include <string>

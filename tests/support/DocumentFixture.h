@@ -1,0 +1,49 @@
+#pragma once
+// Documents for the view and window tests: the synthetic snapshot, a trace of TraceFixture.h, the
+// real fixtures and the bundled example, each opened as the window opens a file.
+#include "StateFixture.h"
+#include "TraceFixture.h"
+
+#include "core/LoadedSnapshot.h"
+#include "document/SnapshotDocument.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QString>
+
+#include <memory>
+
+namespace viewtest {
+
+inline std::unique_ptr<memlens::views::SnapshotDocument> syntheticDocument() {
+    auto loaded = memlens::views::LoadedSnapshot::fromSnapshot(syntheticSnapshot(), "synthetic.pickle");
+    return std::make_unique<memlens::views::SnapshotDocument>(loaded);
+}
+
+inline QString fixture(const char* name) { return QDir(QStringLiteral(MEMLENS_SNAPSHOTS_DIR)).filePath(QString::fromLatin1(name)); }
+inline const char* kOomFixture = "Constructor-Sun__code_location__memory_snapshot.pickle";
+
+// The real fixture as a document, or nullptr when the snapshots directory is absent.
+inline std::unique_ptr<memlens::views::SnapshotDocument> fixtureDocument(const char* name = kOomFixture) {
+    const QString path = fixture(name);
+    if (!QFileInfo::exists(path)) return nullptr;
+    auto loaded = memlens::views::LoadedSnapshot::load(path.toStdString(), {});
+    return std::make_unique<memlens::views::SnapshotDocument>(loaded);
+}
+
+inline std::unique_ptr<memlens::views::SnapshotDocument> exampleDocument() {
+    const QString path = QStringLiteral(MEMLENS_SOURCE_DIR "/resources/example.pickle");
+    auto loaded = memlens::views::LoadedSnapshot::load(path.toStdString(), {});
+    return std::make_unique<memlens::views::SnapshotDocument>(loaded);
+}
+
+} // namespace viewtest
+
+namespace tracetest {
+
+inline std::unique_ptr<memlens::views::SnapshotDocument> document(const std::vector<Entry>& entries,
+                                                                  const std::vector<Note>& notes = {}) {
+    return std::make_unique<memlens::views::SnapshotDocument>(load(entries, notes));
+}
+
+} // namespace tracetest

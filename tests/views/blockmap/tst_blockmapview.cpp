@@ -1,0 +1,182 @@
+// BlockMapView with documents: the totals line, the OOM verdict at an oom entry, clicking a
+// block, the tooltip text, no document, and the real OOM fixture.
+#include "DocumentFixture.h"
+
+#include "blockmap/BlockDescription.h"
+#include "blockmap/BlockMapCanvas.h"
+#include "blockmap/BlockMapView.h"
+
+#include <QTextDocument>
+#include <QtTest>
+
+using namespace memlens::views;
+
+// The middle of a layout rectangle, as QRect::center() gives it.
+static QPoint centerOf(const PixelRect& r) {
+    return QPoint(r.x() + (r.width() - 1) / 2, r.y() + (r.height() - 1) / 2);
+}
+
+class TestBlockMapView : public QObject {
+    Q_OBJECT
+
+    static QString plain(const QString& html) {
+        QTextDocument d;
+        d.setHtml(html);
+        return d.toPlainText();
+    }
+
+private slots:
+    void withoutADocument() {
+        BlockMapView v;
+        v.resize(800, 500);
+        v.show();
+        QVERIFY(v.isShowingPlaceholder());
+        v.setDocument(nullptr);
+        QVERIFY(v.isShowingPlaceholder());
+        QVERIFY(v.verdictText().isEmpty());
+    }
+
+    void totalsAtTheLastEntry() {
+        auto doc = viewtest::syntheticDocument();
+        BlockMapView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        QVERIFY(!v.isShowingPlaceholder());
+        // after entry 7: reserved 40 MiB, allocated 8 + 6 MiB, free 4 + 8 + 14 MiB, largest 14 MiB,
+        // fragmentation 1 - 14/26 = 46 %
+        const QString t = plain(v.totalsText());
+        QVERIFY2(t.contains(QStringLiteral("after entry #7 (free_completed)")), qPrintable(t));
+        QVERIFY2(t.contains(QStringLiteral("reserved 40 MiB")), qPrintable(t));
+        QVERIFY(t.contains(QStringLiteral("allocated 14 MiB")));
+        QVERIFY(t.contains(QStringLiteral("free 26 MiB")));
+        QVERIFY(t.contains(QStringLiteral("largest free block 14 MiB")));
+        QVERIFY(t.contains(QStringLiteral("fragmentation 46%")));
+        QVERIFY(t.contains(QStringLiteral("2 segments")));
+        QVERIFY(t.contains(QStringLiteral("OOM at #6")));  // a pointer to the oom entry
+        QVERIFY(v.verdictText().isEmpty());
+        // the map has both segments and outlines the largest free block (C's segment, block 1)
+        const auto& layout = v.canvas()->layout();
+        QCOMPARE(layout.segmentPieces().front().segment, 0u);
+        QVERIFY(layout.largestFreeBlock().has_value());
+        QCOMPARE(layout.largestFreeBlock()->first, 1u);
+    }
+
+    void verdictAtTheOomEntry() {
+        auto doc = viewtest::syntheticDocument();
+        BlockMapView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        doc->setCurrentEvent(6);
+        // before it: A pending (4 MiB), B and C live; 8 + 14 MiB free in the cache, 30 MiB on the device
+        const QString verdict = plain(v.verdictText());
+        QVERIFY2(verdict.contains(QStringLiteral("Out of memory at entry #6")), qPrintable(verdict));
+        QVERIFY2(verdict.contains(QStringLiteral(
+                     "Out of memory: 64 MiB asked, only 22 MiB free in the allocator's cache and 30 MiB free on the device.")),
+                 qPrintable(verdict));
+        QVERIFY(plain(v.totalsText()).contains(QStringLiteral("pending free 4 MiB")));
+        doc->setCurrentEvent(5);
+        QVERIFY(v.verdictText().isEmpty());
+    }
+
+    void clickingABlockSelectsItsAllocation() {
+        auto doc = viewtest::syntheticDocument();
+        BlockMapView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        QSignalSpy selected(doc.get(), &SnapshotDocument::allocationSelected);
+        // B: segment 0, block 1, allocated at entry 2
+        const auto rects = v.canvas()->layout().rectsOf(0, 1);
+        QVERIFY(!rects.empty());
+        const QPoint at = centerOf(rects.front()->rect) + QPoint(2, 2);  // the canvas keeps a 2 px margin
+        QTest::mouseClick(v.canvas(), Qt::LeftButton, {}, at);
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(doc->selectedDescription(), QStringLiteral("8 MiB block at 0x7f0000400000, allocated at entry #2"));
+        QVERIFY(doc->selectedStack() != 0);
+        QCOMPARE(doc->currentEvent(), int64_t(2));
+        QVERIFY(plain(v.totalsText()).contains(QStringLiteral("after entry #2 (alloc)")));
+        // clicking free space selects nothing
+        const auto freeRects = v.canvas()->layout().rectsOf(1, 1);
+        if (!freeRects.empty()) {
+            doc->setCurrentEvent(7);
+            const auto again = v.canvas()->layout().rectsOf(1, 1);
+            QTest::mouseClick(v.canvas(), Qt::LeftButton, {}, centerOf(again.front()->rect) + QPoint(2, 2));
+            QCOMPARE(selected.count(), 1);
+            QCOMPARE(doc->currentEvent(), int64_t(7));
+        }
+    }
+
+    void tooltipTellsTheBlockAndItsStack() {
+        auto doc = viewtest::syntheticDocument();
+        const auto& st = doc->currentState();
+        BlockMapParams p;
+        p.width = 500;
+        BlockMapLayout layout(st, p);
+        const auto rects = layout.rectsOf(0, 1);
+        QVERIFY(!rects.empty());
+        const QString tip = plain(blockTooltip(&doc->snapshot(), st.segments[0], *rects.front()));
+        QVERIFY2(tip.contains(QStringLiteral("8 MiB allocated block at 0x7f0000400000")), qPrintable(tip));
+        // thin spaces group the digits (the rich-text round trip may turn them into plain spaces)
+        QString spaced = tip;
+        spaced.replace(QChar(0x2009), QLatin1Char(' '));
+        QVERIFY2(spaced.contains(QStringLiteral("requested 8 387 608 B, rounding 1 000 B")), qPrintable(tip));
+        QVERIFY(tip.contains(QStringLiteral("allocated at entry #2")));
+        QVERIFY(tip.contains(QStringLiteral("\u2026 1 C++ frame")) || tip.contains(QStringLiteral("malloc")));
+        QVERIFY(tip.contains(QStringLiteral("attention model.py:57")));
+        QVERIFY(tip.contains(QStringLiteral("train_step train.py:88")));
+        // a free block has no stack
+        const QString freeTip = plain(blockTooltip(&doc->snapshot(), st.segments[0], *layout.rectsOf(0, 0).front()));
+        QVERIFY(freeTip.contains(QStringLiteral("free block")));
+        QVERIFY(!freeTip.contains(QStringLiteral("train_step")));
+    }
+
+    void zoomingAndFitting() {
+        auto doc = viewtest::syntheticDocument();
+        BlockMapView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        const double fit = v.canvas()->layout().bytesPerPixel();
+        v.canvas()->setZoom(4);
+        QCOMPARE(v.canvas()->layout().bytesPerPixel(), fit / 4);
+        v.canvas()->setZoom(1);
+        QCOMPARE(v.canvas()->layout().bytesPerPixel(), fit);
+    }
+
+    void documentGoesAway() {
+        auto doc = viewtest::syntheticDocument();
+        BlockMapView v;
+        v.setDocument(doc.get());
+        doc.reset();
+        QVERIFY(v.isShowingPlaceholder());
+    }
+
+    void realOomFixture() {
+        auto doc = viewtest::fixtureDocument();
+        if (!doc) QSKIP("no real snapshots");
+        BlockMapView v;
+        v.resize(1000, 600);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        doc->setDevice(1);
+        doc->setCurrentEvent(421);
+        const QString verdict = plain(v.verdictText());
+        QVERIFY2(verdict.contains(QStringLiteral("Out of memory: 4.9 GiB asked")), qPrintable(verdict));
+        QVERIFY(plain(v.totalsText()).contains(QStringLiteral("reserved 78.4 GiB")));
+        QVERIFY(v.canvas()->layout().rects().size() > 50);
+        QVERIFY(v.canvas()->layout().height() <= v.canvas()->height());
+        // every device of the file shows
+        for (int d : doc->devices()) {
+            doc->setDevice(d);
+            QVERIFY(!plain(v.totalsText()).isEmpty() || v.isShowingPlaceholder());
+        }
+    }
+};
+
+QTEST_MAIN(TestBlockMapView)
+#include "tst_blockmapview.moc"

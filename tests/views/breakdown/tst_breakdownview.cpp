@@ -1,0 +1,132 @@
+// BreakdownView with documents: the parts at several entries (worked out by hand for the
+// synthetic snapshot), the note about what a snapshot cannot see, process figures that take the
+// bar to nvidia-smi's number, no document, and a real fixture.
+#include "DocumentFixture.h"
+
+#include "breakdown/BreakdownBar.h"
+#include "breakdown/BreakdownView.h"
+
+#include <QTextDocument>
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace memlens::model;
+using viewtest::MiB;
+
+class TestBreakdownView : public QObject {
+    Q_OBJECT
+
+    static QString plain(const QString& html) {
+        QTextDocument d;
+        d.setHtml(html);
+        return d.toPlainText();
+    }
+    static uint64_t sum(const MemoryBreakdown& b) {
+        uint64_t s = 0;
+        for (const auto& p : b.parts) s += p.bytes;
+        return s;
+    }
+
+private slots:
+    void withoutADocument() {
+        BreakdownView v;
+        v.show();
+        QVERIFY(v.isShowingPlaceholder());
+    }
+
+    void partsAtTheLastEntry() {
+        auto doc = viewtest::syntheticDocument();
+        BreakdownView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(!v.isShowingPlaceholder());
+        // after entry 7: live B (8 MiB - 1000 B) and C (6 MiB); B's rounding 1000 B; free in used
+        // segments 4 + 8 MiB in the first and 14 MiB in the expandable one (no whole 20 MiB page)
+        const auto& b = v.breakdown();
+        QCOMPARE(b.bytes(BreakdownPart::LiveTensors), 14 * MiB - 1000);
+        QCOMPARE(b.bytes(BreakdownPart::Rounding), 1000u);
+        QCOMPARE(b.bytes(BreakdownPart::PendingFree), 0u);
+        QCOMPARE(b.bytes(BreakdownPart::FragmentedFree), 26 * MiB);
+        QCOMPARE(b.bytes(BreakdownPart::ReleasableFree), 0u);
+        QCOMPARE(sum(b), 40 * MiB);
+        const QString head = plain(v.headlineText());
+        QVERIFY2(head.contains(QStringLiteral("Why nvidia-smi shows more")), qPrintable(head));
+        QVERIFY(head.contains(QStringLiteral("device 0, after entry #7")));
+        QVERIFY(head.contains(QStringLiteral("reserved 40 MiB from the driver; live tensors use 14 MiB of it (35%)")));
+        const QStringList rows = v.rowTexts();
+        QCOMPARE(rows.size(), 5);
+        QVERIFY(rows[0].startsWith(QStringLiteral("Live tensors|14 MiB|")));
+        QVERIFY(rows[1].startsWith(QStringLiteral("Rounding|1000 B|")));
+        QVERIFY(rows[3].startsWith(QStringLiteral("Free in used segments|26 MiB|")));
+        QVERIFY(rows[3].contains(QStringLiteral("empty_cache() cannot return them")));
+        const QString note = plain(v.noteText());
+        QVERIFY(note.contains(QStringLiteral("CUDA context (typically 300\u2013600 MiB")));
+        QVERIFY(note.contains(QStringLiteral("captured session")));
+        // the bar: five parts and the hatched tail; live tensors are most of it
+        auto* bar = v.findChild<BreakdownBar*>();
+        QVERIFY(bar);
+        const auto rects = bar->partRects();
+        QCOMPARE(rects.size(), size_t(6));
+        QVERIFY(rects[0].width() > rects[3].width() / 2);
+        QCOMPARE(rects[2].width(), 0);  // no pending frees
+        QCOMPARE(bar->partAt(rects[0].center()), 0);
+        QCOMPARE(bar->partAt(rects[5].center()), -1);  // the tail is not a part
+    }
+
+    void followsTheCurrentEntry() {
+        auto doc = viewtest::syntheticDocument();
+        BreakdownView v;
+        v.setDocument(doc.get());
+        doc->setCurrentEvent(5);  // A freed by the program, not yet returned: pending
+        QCOMPARE(v.breakdown().bytes(BreakdownPart::PendingFree), 4 * MiB);
+        QCOMPARE(sum(v.breakdown()), 40 * MiB);
+        doc->setCurrentEvent(0);  // one empty 20 MiB segment: empty_cache would return it all
+        QCOMPARE(v.breakdown().bytes(BreakdownPart::ReleasableFree), 20 * MiB);
+        QCOMPARE(v.breakdown().bytes(BreakdownPart::LiveTensors), 0u);
+        doc->setCurrentEvent(-1);
+        QVERIFY(plain(v.headlineText()).contains(QStringLiteral("holds no memory")));
+    }
+
+    void processFiguresReachNvidiaSmi() {
+        auto doc = viewtest::syntheticDocument();
+        BreakdownView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        ProcessFigures pf;
+        pf.processTotal = 40 * MiB + 500 * MiB;
+        pf.cudaContext = 420 * MiB;
+        v.setProcessFigures(pf);
+        const auto& b = v.breakdown();
+        QVERIFY(b.hasProcessFigures);
+        QCOMPARE(b.totalBytes, 540 * MiB);
+        QCOMPARE(b.bytes(BreakdownPart::CudaContext), 420 * MiB);
+        QCOMPARE(b.bytes(BreakdownPart::OutsidePyTorch), 80 * MiB);
+        QCOMPARE(v.rowTexts().size(), 7);
+        QVERIFY(v.noteText().isEmpty());
+        QVERIFY(plain(v.headlineText()).contains(QStringLiteral("The process holds 540 MiB in all.")));
+        QCOMPARE(v.findChild<BreakdownBar*>()->partRects().size(), size_t(7));  // no tail
+        v.setProcessFigures(std::nullopt);
+        QCOMPARE(v.rowTexts().size(), 5);
+        QVERIFY(!v.noteText().isEmpty());
+    }
+
+    void realFixture() {
+        auto doc = viewtest::fixtureDocument();
+        if (!doc) QSKIP("no real snapshots");
+        BreakdownView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        for (int d : doc->devices()) {
+            doc->setDevice(d);
+            QCOMPARE(sum(v.breakdown()), doc->currentState().reservedBytes);
+        }
+        doc->setDevice(1);
+        doc->setCurrentEvent(421);
+        QVERIFY(plain(v.headlineText()).contains(QStringLiteral("reserved 78.4 GiB")));
+    }
+};
+
+QTEST_MAIN(TestBreakdownView)
+#include "tst_breakdownview.moc"

@@ -1,0 +1,104 @@
+// AllocationLifetimes: allocs paired with their free_completed by address, frees without an alloc
+// starting "before recording", blocks alive at the end running to the end, and the N largest.
+#include "TraceFixture.h"
+
+#include "core/AllocationLifetimes.h"
+
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace tracetest;
+
+class TestAllocationLifetimes : public QObject {
+    Q_OBJECT
+
+private slots:
+    void pairsSmallTrace() {
+        const auto loaded = load(smallTrace());
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        QCOMPARE(l.size(), size_t(5));
+        // sorted by begin: E (before recording) first
+        QVERIFY(l[0].allocatedBeforeRecording());
+        QCOMPARE(l[0].address, slot(5));
+        QCOMPARE(l[0].end, int64_t(10));
+        QCOMPARE(l[0].size, 128 * KiB);
+        QVERIFY(l[0].liveAt(-1));
+        QVERIFY(l[0].liveAt(9));
+        QVERIFY(!l[0].liveAt(10));
+        // A: alive to the end (12 entries)
+        QCOMPARE(l[1].begin, int64_t(1));
+        QCOMPARE(l[1].end, int64_t(12));
+        QCOMPARE(l[1].freeRequested, int64_t(-1));
+        // B: 2 -> 5, free requested at 4
+        QCOMPARE(l[2].begin, int64_t(2));
+        QCOMPARE(l[2].end, int64_t(5));
+        QCOMPARE(l[2].freeRequested, int64_t(4));
+        QCOMPARE(l[2].size, 512 * KiB);
+        // C: 3 -> 9
+        QCOMPARE(l[3].begin, int64_t(3));
+        QCOMPARE(l[3].end, int64_t(9));
+        // D reuses B's address: a lifetime of its own
+        QCOMPARE(l[4].begin, int64_t(7));
+        QCOMPARE(l[4].address, slot(1));
+        QCOMPARE(l[4].end, int64_t(12));
+        QVERIFY(l[1].stack != 0);  // stacks come from the alloc
+    }
+
+    void largest() {
+        const auto loaded = load(smallTrace());
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        // sizes: E 128K, A 1M, B 512K, C 256K, D 768K -> the two largest are A and D, in index order
+        QCOMPARE(l.largest(2), (std::vector<uint32_t>{1, 4}));
+        QCOMPARE(l.largest(0), std::vector<uint32_t>{});
+        QCOMPARE(l.largest(100).size(), size_t(5));
+    }
+
+    void lostFreeIsClosedByTheNextAlloc() {
+        const auto loaded = load({{"alloc", slot(0), 4 * KiB}, {"alloc", slot(0), 8 * KiB}, {"free_completed", slot(0), 8 * KiB}});
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        QCOMPARE(l.size(), size_t(2));
+        QCOMPARE(l[0].end, int64_t(1));
+        QCOMPARE(l[1].begin, int64_t(1));
+        QCOMPARE(l[1].end, int64_t(2));
+    }
+
+    void freeRequestedWithoutAllocStartsBeforeRecording() {
+        const auto loaded = load({{"free_requested", slot(3), 4 * KiB}, {"free_completed", slot(3), 4 * KiB}});
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        QCOMPARE(l.size(), size_t(1));
+        QVERIFY(l[0].allocatedBeforeRecording());
+        QCOMPARE(l[0].freeRequested, int64_t(0));
+        QCOMPARE(l[0].end, int64_t(1));
+    }
+
+    void blocksTheTraceNeverMentionsLiveThroughout() {
+        using namespace synth;
+        // G was allocated before recording and is still there; X is allocated in the trace
+        const uint64_t G = slot(0), X = slot(4);
+        P seg = segment(0, kBase, {{G, 2 * MiB, 2 * MiB - 100, "active_allocated", framesOf("weights")},
+                                   {kBase + 2 * MiB, 2 * MiB, 0, "inactive", nullptr},
+                                   {X, 1 * MiB, 1 * MiB, "active_allocated", nullptr},
+                                   {kBase + 5 * MiB, 3 * MiB, 0, "inactive", nullptr}});
+        const auto snap = read(snapshot({seg}, {{entry("alloc", X, 1 * MiB, nullptr, 1), entry("snapshot", 0, 0, nullptr, 2)}}));
+        const AllocationLifetimes fromTrace = AllocationLifetimes::compute(snap.devices[0].trace);
+        QCOMPARE(fromTrace.size(), size_t(1));
+        const AllocationLifetimes l = AllocationLifetimes::compute(snap.devices[0]);
+        QCOMPARE(l.size(), size_t(2));
+        QVERIFY(l[0].allocatedBeforeRecording());
+        QCOMPARE(l[0].address, G);
+        QCOMPARE(l[0].size, 2 * MiB - 100);
+        QCOMPARE(l[0].end, int64_t(2));
+        QVERIFY(l[0].liveAt(-1) && l[0].liveAt(1));
+        QVERIFY(l[0].stack != 0);  // the block's own stack
+        QCOMPARE(l[1].address, X);
+        QCOMPARE(l.largest(1), std::vector<uint32_t>{0});
+    }
+
+    void segmentsAndOomAreNotAllocations() {
+        const auto loaded = load({{"segment_alloc", kBase, kSegment}, {"oom", 0, 64 * MiB}, {"segment_free", kBase, kSegment}});
+        QCOMPARE(loaded->lifetimes.at(0)->size(), size_t(0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAllocationLifetimes)
+#include "tst_allocationlifetimes.moc"

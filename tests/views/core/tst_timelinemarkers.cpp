@@ -1,0 +1,76 @@
+// TimelineMarkers: START/END annotations paired per name with a stack and mapped to entries by
+// time; unmatched ends clamp to the start of the trace, unmatched starts to its end; lanes for
+// overlapping ranges; oom and snapshot entries.
+#include "TraceFixture.h"
+
+#include "core/TimelineMarkers.h"
+
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace tracetest;
+
+class TestTimelineMarkers : public QObject {
+    Q_OBJECT
+
+    static QStringList describe(const TimelineMarkers& m) {
+        QStringList out;
+        for (const auto& r : m.ranges())
+            out << QStringLiteral("%1 %2-%3 lane %4%5%6")
+                       .arg(QString::fromStdString(r.name))
+                       .arg(r.first)
+                       .arg(r.last)
+                       .arg(r.lane)
+                       .arg(r.startSeen ? "" : " no-start")
+                       .arg(r.endSeen ? "" : " no-end");
+        return out;
+    }
+
+private slots:
+    void pairsAndClamps() {
+        // entries at times 100, 110, ... 210 (smallTrace)
+        const auto loaded = load(smallTrace(), {
+                                                   {"END", "iteration 0", 105},           // began before recording
+                                                   {"START", "iteration 1", 115},
+                                                   {"START", "Optimizer.step", 125},
+                                                   {"END", "Optimizer.step", 145},
+                                                   {"END", "iteration 1", 155},
+                                                   {"START", "iteration 2", 165},          // never ends
+                                                   {"START", "other device", 120, 1},      // not device 0
+                                                   {"START", "after the trace", 500},      // no entry inside
+                                               });
+        const TimelineMarkers m = TimelineMarkers::compute(*loaded->snapshot, 0);
+        QCOMPARE(describe(m), (QStringList{
+                                  QStringLiteral("iteration 0 0-0 lane 0 no-start"),
+                                  QStringLiteral("iteration 1 2-5 lane 0"),
+                                  QStringLiteral("Optimizer.step 3-4 lane 1"),
+                                  QStringLiteral("iteration 2 7-11 lane 0 no-end"),
+                              }));
+        QCOMPARE(m.laneCount(), 2);
+        QCOMPARE(m.stops(), (std::vector<int64_t>{0, 2, 7}));  // not the optimizer step inside iteration 1
+        QCOMPARE(m.points().size(), size_t(2));
+        QCOMPARE(m.points()[0].entry, int64_t(6));
+        QCOMPARE(m.points()[0].action, memlens::model::Action::Oom);
+        QCOMPARE(m.points()[1].entry, int64_t(11));
+        QCOMPARE(m.points()[1].action, memlens::model::Action::Snapshot);
+    }
+
+    void nestedRangesOfOneName() {
+        const auto loaded = load(smallTrace(), {{"START", "f", 100}, {"START", "f", 120}, {"END", "f", 130}, {"END", "f", 200}});
+        const TimelineMarkers m = TimelineMarkers::compute(*loaded->snapshot, 0);
+        QCOMPARE(describe(m), (QStringList{QStringLiteral("f 0-10 lane 0"), QStringLiteral("f 2-3 lane 1")}));
+    }
+
+    void withoutTimesNoRanges() {
+        auto entries = smallTrace();
+        for (auto& e : entries) e.time = -1;
+        const auto loaded = load(entries, {{"START", "iteration 1", 115}, {"END", "iteration 1", 155}});
+        const TimelineMarkers m = TimelineMarkers::compute(*loaded->snapshot, 0);
+        QVERIFY(m.ranges().empty());
+        QCOMPARE(m.points().size(), size_t(2));  // oom and snapshot still
+        QVERIFY(TimelineMarkers::compute(*loaded->snapshot, 7).points().empty());  // no such device
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTimelineMarkers)
+#include "tst_timelinemarkers.moc"

@@ -1,0 +1,105 @@
+// SnapshotDocument: the current entry, range selections with back and reset, the selected
+// allocation, devices; every setter emits once per change and never for the same value.
+#include "DocumentFixture.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace tracetest;
+
+class TestSnapshotDocument : public QObject {
+    Q_OBJECT
+
+private slots:
+    void startsAtTheLastEntry() {
+        auto doc = document(smallTrace());
+        QCOMPARE(doc->entryCount(), int64_t(12));
+        QCOMPARE(doc->currentEvent(), int64_t(11));
+        QCOMPARE(doc->devices(), QVector<int>{0});
+        QVERIFY(!doc->selection());
+        QVERIFY(!doc->canGoBack());
+        QCOMPARE(doc->fileName(), QStringLiteral("trace.pickle"));
+        QCOMPARE(doc->lifetimes().size(), size_t(5));
+        QCOMPARE(doc->markers().points().size(), size_t(2));
+    }
+
+    void currentEvent() {
+        auto doc = document(smallTrace());
+        QSignalSpy spy(doc.get(), &SnapshotDocument::currentEventChanged);
+        doc->setCurrentEvent(4);
+        doc->setCurrentEvent(4);
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(spy.at(0).at(0).value<int64_t>(), int64_t(4));
+        QCOMPARE(doc->currentState().at, int64_t(4));
+        doc->setCurrentEvent(1000);  // clamped
+        QCOMPARE(doc->currentEvent(), int64_t(11));
+        doc->setCurrentEvent(-7);
+        QCOMPARE(doc->currentEvent(), int64_t(-1));
+        QCOMPARE(spy.count(), 3);
+    }
+
+    void selectionBackAndReset() {
+        auto doc = document(smallTrace());
+        QSignalSpy spy(doc.get(), &SnapshotDocument::selectionChanged);
+        doc->setSelection(2, 8);
+        QCOMPARE(doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(2, 8)));
+        doc->setSelection(2, 8);  // the same again: nothing
+        QCOMPARE(spy.count(), 1);
+        doc->setSelection(6, 4);  // reversed
+        QCOMPARE(doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(4, 6)));
+        doc->setSelection(-5, 100);  // clamped
+        QCOMPARE(doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(0, 11)));
+        QCOMPARE(spy.count(), 3);
+        QVERIFY(doc->canGoBack());
+        doc->back();
+        QCOMPARE(doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(4, 6)));
+        doc->back();
+        QCOMPARE(doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(2, 8)));
+        doc->back();
+        QVERIFY(!doc->selection());
+        QCOMPARE(spy.count(), 6);
+        doc->back();  // nothing left: no signal
+        QCOMPARE(spy.count(), 6);
+        doc->setSelection(1, 2);
+        doc->setSelection(3, 4);
+        doc->resetSelection();
+        QVERIFY(!doc->selection());
+        QVERIFY(!doc->canGoBack());
+        QCOMPARE(spy.count(), 9);
+        doc->resetSelection();
+        QCOMPARE(spy.count(), 9);
+        doc->setSelection(50, 60);  // entirely outside: ignored
+        QVERIFY(!doc->selection());
+    }
+
+    void allocation() {
+        auto doc = document(smallTrace());
+        QSignalSpy spy(doc.get(), &SnapshotDocument::allocationSelected);
+        const auto stack = doc->deviceData().trace.stack[1];
+        doc->selectAllocation(stack, QStringLiteral("1 MiB at 0x7f0000000000"));
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(doc->selectedStack(), stack);
+        QCOMPARE(doc->selectedDescription(), QStringLiteral("1 MiB at 0x7f0000000000"));
+    }
+
+    void deviceChangeClearsSelections() {
+        auto doc = document(smallTrace());
+        doc->setSelection(1, 3);
+        QSignalSpy device(doc.get(), &SnapshotDocument::deviceChanged);
+        QSignalSpy selection(doc.get(), &SnapshotDocument::selectionChanged);
+        doc->setDevice(0);
+        QCOMPARE(device.count(), 0);
+        doc->setDevice(2);
+        QCOMPARE(device.count(), 1);
+        QCOMPARE(selection.count(), 1);
+        QVERIFY(!doc->selection());
+        QCOMPARE(doc->entryCount(), int64_t(0));
+        QCOMPARE(doc->lifetimes().size(), size_t(0));
+        QVERIFY(doc->markers().points().empty());
+        QCOMPARE(doc->currentEvent(), int64_t(-1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSnapshotDocument)
+#include "tst_snapshotdocument.moc"

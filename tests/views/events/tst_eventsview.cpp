@@ -1,0 +1,145 @@
+// EventsView: the filter bar narrows the rows (action, size range, search), the document's
+// selected range applies, long traces filter on a worker (a newer filter supersedes the running
+// one), and the table's current row and the document's current entry follow each other.
+#include "DocumentFixture.h"
+
+#include "events/EventsModel.h"
+#include "events/EventsView.h"
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace tracetest;
+namespace model = memlens::model;
+
+namespace {
+
+// n entries: alloc / free_completed pairs over 1000 addresses, sizes 1..7 KiB, built in memory.
+std::shared_ptr<LoadedSnapshot> bigTrace(int n) {
+    model::Snapshot s;
+    model::DeviceData d;
+    d.hasTraceList = true;
+    auto& t = d.trace;
+    t.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+        const int k = i / 2;
+        t.action.push_back(i % 2 == 0 ? model::Action::Alloc : model::Action::FreeCompleted);
+        t.actionName.push_back(0);
+        t.flags.push_back(model::TraceColumns::HasAddr | model::TraceColumns::HasTime);
+        t.addr.push_back(slot(k % 1000));
+        t.size.push_back(static_cast<uint64_t>(k % 7 + 1) * KiB);
+        t.stream.push_back(0);
+        t.timeUs.push_back(i);
+        t.stack.push_back(0);
+        t.compileContext.push_back(0);
+        t.userMetadata.push_back(0);
+    }
+    s.devices.push_back(std::move(d));
+    return LoadedSnapshot::fromSnapshot(std::move(s), "big.pickle");
+}
+
+std::vector<int64_t> shownEntries(const EventsModel& m) {
+    std::vector<int64_t> out;
+    for (int r = 0; r < m.rowCount(); ++r) out.push_back(m.entryAt(r));
+    return out;
+}
+
+} // namespace
+
+class TestEventsView : public QObject {
+    Q_OBJECT
+
+private slots:
+    void filterBar() {
+        auto doc = document(smallTrace());
+        EventsView view;
+        QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QSignalSpy applied(&view, &EventsView::filterApplied);
+        view.setDocument(doc.get());
+        QCOMPARE(view.model()->rowCount(), 12);
+        QCOMPARE(EventsView::actionChoices().value(1), QStringLiteral("alloc"));
+        view.setActionChoice(1);
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{1, 2, 3, 7}));
+        view.setSizeRange(QStringLiteral("512k"), QStringLiteral("1 MiB"));
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{1, 2, 7}));
+        view.setSizeRange(QString(), QString());
+        view.setSearchText(QStringLiteral("activations"));
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{2, 7}));
+        view.setActionChoice(0);
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{2, 4, 5, 7}));
+        // the document's range applies on top
+        doc->setSelection(3, 6);
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{4, 5}));
+        view.setSearchText(QString());
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{3, 4, 5, 6}));
+        doc->resetSelection();
+        QCOMPARE(view.model()->rowCount(), 12);
+        QVERIFY(applied.count() >= 8);
+        // an unreadable size is ignored (and marked)
+        view.setSizeRange(QStringLiteral("lots"), QString());
+        QCOMPARE(view.model()->rowCount(), 12);
+    }
+
+    void currentRowAndCurrentEntryFollowEachOther() {
+        auto doc = document(smallTrace());
+        EventsView view;
+        view.setDocument(doc.get());
+        view.resize(800, 400);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        // the document starts at its last entry: that row is current
+        QCOMPARE(view.table()->currentIndex().row(), 11);
+        doc->setCurrentEvent(4);
+        QCOMPARE(view.table()->currentIndex().row(), 4);
+        QSignalSpy selected(doc.get(), &SnapshotDocument::allocationSelected);
+        view.table()->setCurrentIndex(view.model()->index(2, 0));
+        QCOMPARE(doc->currentEvent(), int64_t(2));
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(doc->selectedStack(), doc->deviceData().trace.stack[2]);
+        QVERIFY(doc->selectedDescription().contains(QStringLiteral("0x7f0000100000")));
+        // keyboard: down to the next row
+        view.table()->setFocus();
+        QTest::keyClick(view.table(), Qt::Key_Down);
+        QCOMPARE(doc->currentEvent(), int64_t(3));
+        // a current entry that is filtered out leaves no row selected
+        view.setActionChoice(5);  // oom
+        doc->setCurrentEvent(1);
+        QVERIFY(!view.table()->selectionModel()->hasSelection());
+        view.setDocument(nullptr);
+        QCOMPARE(view.model()->rowCount(), 0);
+    }
+
+    void longTracesFilterOnAWorker() {
+        const int n = static_cast<int>(EventsView::kBackgroundRows) + 20000;
+        auto loaded = bigTrace(n);
+        SnapshotDocument doc(loaded);
+        EventsView view;
+        QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        view.setDocument(&doc);
+        QCOMPARE(view.model()->rowCount(), n);  // no filter: a range, at once
+        QSignalSpy applied(&view, &EventsView::filterApplied);
+        view.setSizeRange(QStringLiteral("6k"), QString());  // superseded before it finishes
+        QVERIFY(view.isFiltering());
+        view.setActionChoice(1);  // alloc only, still >= 6 KiB
+        QVERIFY(view.isFiltering());
+        QVERIFY(applied.wait(20000));
+        QTest::qWait(100);
+        QCOMPARE(applied.count(), 1);  // the first filter's result never arrived
+        QVERIFY(!view.isFiltering());
+        EventFilter expect;
+        expect.actions = EventFilter::bit(model::Action::Alloc);
+        expect.minSize = 6 * KiB;
+        QCOMPARE(shownEntries(*view.model()), expect.apply(*loaded->snapshot, loaded->snapshot->devices[0].trace));
+        // clearing the filters is immediate again
+        view.setSizeRange(QString(), QString());
+        view.setActionChoice(0);
+        QVERIFY(!view.isFiltering());
+        QCOMPARE(view.model()->rowCount(), n);
+    }
+};
+
+QTEST_MAIN(TestEventsView)
+#include "tst_eventsview.moc"

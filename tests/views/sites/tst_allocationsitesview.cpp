@@ -1,0 +1,175 @@
+// AllocationSitesView with documents: trees built off the GUI thread at the current entry and
+// over a selected range, superseded requests, C++ frames on and off, the search box, selecting a
+// node, no document, and a real fixture.
+#include "DocumentFixture.h"
+
+#include "sites/AllocationSitesModel.h"
+#include "sites/AllocationSitesView.h"
+
+#include <QAbstractItemModelTester>
+#include <QSortFilterProxyModel>
+#include <QTextDocument>
+#include <QTreeView>
+#include <QtTest>
+
+using namespace memlens::views;
+using Model = AllocationSitesModel;
+
+class TestAllocationSitesView : public QObject {
+    Q_OBJECT
+
+    static QString plain(const QString& html) {
+        QTextDocument d;
+        d.setHtml(html);
+        return d.toPlainText();
+    }
+    // Waits until the view has applied its newest request; false after 10 s.
+    static bool settle(AllocationSitesView& v) {
+        QDeadlineTimer deadline(10000);
+        while (v.isBusy() && !deadline.hasExpired()) QTest::qWait(5);
+        return !v.isBusy();
+    }
+    static QStringList roots(const QAbstractItemModel& m) {
+        QStringList out;
+        for (int r = 0; r < m.rowCount(); ++r) out << m.index(r, 0).data().toString();
+        return out;
+    }
+
+private slots:
+    void withoutADocument() {
+        AllocationSitesView v;
+        v.show();
+        QVERIFY(!v.isBusy());
+        QVERIFY(v.statusText().startsWith(QStringLiteral("No snapshot open")));
+        QCOMPARE(v.bottomUpModel()->rowCount(), 0);
+    }
+
+    void liveAtTheCurrentEntry() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        QAbstractItemModelTester t1(v.bottomUpProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QAbstractItemModelTester t2(v.topDownProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(settle(v));
+        QCOMPARE(v.mode(), AllocationSitesView::Mode::CurrentEntry);
+        QCOMPARE(plain(v.statusText()), QStringLiteral("Live after entry #7: 14 MiB in 2 allocations from 2 stacks"));
+        QCOMPARE(roots(*v.bottomUpProxy()), (QStringList{"attention", "step"}));
+        QCOMPARE(roots(*v.topDownProxy()), (QStringList{"train_step", "train_step"}));
+        // the heaviest path is open
+        QVERIFY(v.bottomUpTree()->isExpanded(v.bottomUpProxy()->index(0, 0)));
+        // moving the current entry rebuilds: after entry 4, A, B and C are live
+        doc->setCurrentEvent(4);
+        QVERIFY(settle(v));
+        QCOMPARE(plain(v.statusText()), QStringLiteral("Live after entry #4: 18 MiB in 3 allocations from 3 stacks"));
+        QCOMPARE(v.bottomUpProxy()->rowCount(), 3);
+        // with C++ frames every stack starts at the allocator's malloc
+        v.setShowNativeFrames(true);
+        QVERIFY(settle(v));
+        QCOMPARE(v.bottomUpProxy()->rowCount(), 1);
+        QVERIFY(roots(*v.bottomUpProxy()).front().endsWith(QStringLiteral("::malloc")));
+    }
+
+    void rapidRequestsKeepOnlyTheLast() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        v.setDocument(doc.get());
+        QSignalSpy updated(&v, &AllocationSitesView::sitesUpdated);
+        for (int64_t i = 0; i <= 7; ++i) doc->setCurrentEvent(i);
+        doc->setCurrentEvent(2);
+        QVERIFY(settle(v));
+        QVERIFY(plain(v.statusText()).startsWith(QStringLiteral("Live after entry #2:")));
+        QCOMPARE(roots(*v.bottomUpProxy()), (QStringList{"attention", "linear"}));
+        QTest::qWait(50);
+        QVERIFY(updated.count() >= 1);
+        QCOMPARE(plain(v.statusText()).left(20), QStringLiteral("Live after entry #2:"));  // nothing stale arrived later
+    }
+
+    void overTheSelectedRange() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        v.setDocument(doc.get());
+        QVERIFY(settle(v));
+        doc->setSelection(0, 7);  // a selection switches to it
+        QCOMPARE(v.mode(), AllocationSitesView::Mode::SelectedRange);
+        QVERIFY(settle(v));
+        QVERIFY(v.bottomUpModel()->isRange());
+        QCOMPARE(plain(v.statusText()),
+                 QStringLiteral("Entries #0\u2013#7: 18 MiB allocated in 3 allocations from 3 stacks; 14 MiB of it still live at #7"));
+        // the current entry does not matter in range mode
+        doc->setCurrentEvent(1);
+        QVERIFY(settle(v));
+        QVERIFY(plain(v.statusText()).startsWith(QStringLiteral("Entries #0\u2013#7")));
+        doc->setSelection(3, 5);  // one alloc (C) in it
+        QVERIFY(settle(v));
+        QVERIFY(plain(v.statusText()).startsWith(QStringLiteral("Entries #3\u2013#5: 6 MiB allocated in 1 allocations")));
+        v.setMode(AllocationSitesView::Mode::CurrentEntry);  // toggle back by hand
+        QVERIFY(settle(v));
+        QVERIFY(plain(v.statusText()).startsWith(QStringLiteral("Live after entry #1")));
+        doc->resetSelection();
+        QCOMPARE(v.mode(), AllocationSitesView::Mode::CurrentEntry);
+    }
+
+    void searching() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        QAbstractItemModelTester t(v.bottomUpProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        v.setDocument(doc.get());
+        doc->setCurrentEvent(4);
+        QVERIFY(settle(v));
+        v.setSearchText(QStringLiteral("ADAMW"));
+        QTRY_COMPARE(v.bottomUpProxy()->rowCount(), 1);
+        QCOMPARE(roots(*v.bottomUpProxy()), QStringList{"step"});
+        v.setSearchText(QStringLiteral("train.py:88"));  // matches below the roots: their ancestors stay
+        QTRY_COMPARE(v.bottomUpProxy()->rowCount(), 2);
+        v.setSearchText(QString());
+        QTRY_COMPARE(v.bottomUpProxy()->rowCount(), 3);
+    }
+
+    void selectingANodeSelectsItsStack() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(settle(v));
+        QSignalSpy selected(doc.get(), &SnapshotDocument::allocationSelected);
+        v.bottomUpTree()->setCurrentIndex(v.bottomUpProxy()->index(0, 0));  // attention: B
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(doc->selectedStack(), doc->deviceData().trace.stack[2]);
+        QCOMPARE(doc->selectedDescription(), QStringLiteral("attention (/home/me/model.py:57): 8 MiB in 1 allocations"));
+    }
+
+    void documentGoesAway() {
+        auto doc = viewtest::syntheticDocument();
+        auto v = std::make_unique<AllocationSitesView>();
+        v->setDocument(doc.get());
+        doc.reset();  // mid-computation, maybe
+        QVERIFY(settle(*v));
+        QCOMPARE(v->bottomUpModel()->rowCount(), 0);
+        v.reset();  // and the view with a job possibly queued
+    }
+
+    void realFixture() {
+        auto doc = viewtest::fixtureDocument();
+        if (!doc) QSKIP("no real snapshots");
+        AllocationSitesView v;
+        QAbstractItemModelTester t1(v.bottomUpProxy(), QAbstractItemModelTester::FailureReportingMode::Warning);
+        v.resize(1000, 600);
+        v.setDocument(doc.get());
+        v.show();
+        doc->setDevice(1);
+        doc->setCurrentEvent(421);
+        QVERIFY(settle(v));
+        QVERIFY2(plain(v.statusText()).startsWith(QStringLiteral("Live after entry #421: 78.3 GiB")), qPrintable(v.statusText()));
+        QVERIFY(v.bottomUpProxy()->rowCount() > 5);
+        doc->setSelection(0, doc->entryCount() - 1);
+        QVERIFY(settle(v));
+        QVERIFY(v.bottomUpModel()->isRange());
+        QVERIFY(v.topDownProxy()->rowCount() > 0);
+    }
+};
+
+QTEST_MAIN(TestAllocationSitesView)
+#include "tst_allocationsitesview.moc"

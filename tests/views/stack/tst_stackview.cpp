@@ -1,0 +1,113 @@
+// StackView with documents: the current entry's stack when nothing is selected, the selected
+// allocation's stack, the reasons shown for an empty stack, unfolding, copying, no document, and
+// a real fixture.
+#include "DocumentFixture.h"
+
+#include "stack/StackModel.h"
+#include "stack/StackView.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QToolButton>
+#include <QTreeView>
+#include <QtTest>
+
+using namespace memlens::views;
+
+class TestStackView : public QObject {
+    Q_OBJECT
+private slots:
+    void withoutADocument() {
+        StackView v;
+        v.show();
+        QCOMPARE(v.titleText(), QStringLiteral("No snapshot open"));
+        QVERIFY(!v.placeholderText().isEmpty());
+        QCOMPARE(v.model()->rowCount(), 0);
+    }
+
+    void followsTheCurrentEntry() {
+        auto doc = viewtest::syntheticDocument();
+        StackView v;
+        v.resize(700, 400);
+        v.setDocument(doc.get());
+        v.show();
+        // entry 7 is A's free_completed, with A's stack (6 frames)
+        QCOMPARE(v.titleText(), QStringLiteral("Entry #7: free_completed of 4 MiB at 0x7f0000000000"));
+        QCOMPARE(v.model()->frameCount(), 6);
+        QVERIFY(v.placeholderText().isEmpty());
+        doc->setCurrentEvent(4);  // C's alloc: malloc, adamw step, train_step
+        QCOMPARE(v.titleText(), QStringLiteral("Entry #4: alloc of 6 MiB at 0x7f1000000000"));
+        QCOMPARE(v.model()->frameCount(), 3);
+        QCOMPARE(v.model()->index(1, StackModel::FunctionColumn).data().toString(), QStringLiteral("step"));
+        QCOMPARE(v.model()->index(1, StackModel::KindColumn).data().toString(), QStringLiteral("Python \u00b7 torch"));
+        // a segment entry has no stack: the reasons show
+        doc->setCurrentEvent(3);
+        QCOMPARE(v.model()->frameCount(), 0);
+        QVERIFY(v.placeholderText().contains(QStringLiteral("No stack was recorded")));
+        QVERIFY(v.placeholderText().contains(QStringLiteral("before recording started")));
+        doc->setCurrentEvent(-1);
+        QCOMPARE(v.titleText(), QStringLiteral("Before the first entry"));
+    }
+
+    void showsTheSelectedAllocation() {
+        auto doc = viewtest::syntheticDocument();
+        StackView v;
+        v.setDocument(doc.get());
+        const auto& t = doc->deviceData().trace;
+        doc->selectAllocation(t.stack[2], QStringLiteral("8 MiB block at 0x7f0000400000"));
+        QCOMPARE(v.titleText(), QStringLiteral("8 MiB block at 0x7f0000400000"));
+        QCOMPARE(v.model()->stack(), t.stack[2]);
+        QCOMPARE(v.model()->index(1, 0).data().toString(), QStringLiteral("attention"));
+        doc->setCurrentEvent(4);  // the selection stays while the entry moves
+        QCOMPARE(v.model()->stack(), t.stack[2]);
+        // an allocation without a stack
+        doc->selectAllocation(0, QStringLiteral("a block allocated before recording"));
+        QCOMPARE(v.model()->frameCount(), 0);
+        QVERIFY(v.placeholderText().contains(QStringLiteral("No stack was recorded")));
+    }
+
+    void unfoldsAndCopies() {
+        auto doc = viewtest::syntheticDocument();
+        StackView v;
+        v.resize(700, 400);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        const QModelIndex fold = v.model()->index(0, 0);
+        QVERIFY(fold.data(StackModel::FoldedRole).toBool());
+        QVERIFY(!v.tree()->isExpanded(fold));  // folded by default
+        auto* showAll = v.findChild<QToolButton*>(QStringLiteral("showAllFrames"));
+        QVERIFY(showAll);
+        showAll->setChecked(true);
+        QVERIFY(v.tree()->isExpanded(fold));
+        showAll->setChecked(false);
+        QVERIFY(!v.tree()->isExpanded(fold));
+
+        v.copy();
+        const QStringList lines = QApplication::clipboard()->text().split(QLatin1Char('\n'));
+        QCOMPARE(lines.size(), 6);
+        QCOMPARE(lines.last(), QStringLiteral("train_step (/home/me/train.py:88)"));
+        // with a selection, only the selected frames
+        v.tree()->selectionModel()->select(v.model()->index(2, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+        v.copy();
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("forward (/home/me/model.py:42)"));
+    }
+
+    void realFixture() {
+        auto doc = viewtest::fixtureDocument();
+        if (!doc) QSKIP("no real snapshots");
+        StackView v;
+        v.resize(700, 400);
+        v.setDocument(doc.get());
+        v.show();
+        doc->setDevice(1);
+        doc->setCurrentEvent(421);  // the oom entry: a long mixed stack
+        QCOMPARE(v.titleText(), QStringLiteral("Entry #421: oom of 4.9 GiB"));
+        QVERIFY(v.model()->frameCount() > 30);
+        QVERIFY(v.model()->rowCount() < v.model()->frameCount() / 2);
+        QCOMPARE(v.model()->index(0, 0).data().toString(), QStringLiteral("\u2026 29 C++ frames"));
+    }
+};
+
+QTEST_MAIN(TestStackView)
+#include "tst_stackview.moc"

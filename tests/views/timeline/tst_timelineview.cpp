@@ -1,0 +1,159 @@
+// TimelineView as a user drives it: it draws one column per pixel; hovering names the allocation
+// under the mouse; a click makes the entry current and selects the allocation; a drag selects a
+// range; wheel zooms; the x axis switches to time; the number of bands follows the spin box.
+#include "DocumentFixture.h"
+
+#include "core/TimelineBands.h"
+#include "timeline/TimelineView.h"
+#include "timeline/QCustomPlotInclude.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace memlens::views;
+using namespace tracetest;
+
+class TestTimelineView : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<SnapshotDocument> m_doc;
+    std::unique_ptr<TimelineView> m_view;
+
+    // A point on the plot over entry e, `bytes` high.
+    QPoint at(double entry, double bytes) const {
+        QCustomPlot* p = m_view->plot();
+        return QPoint(static_cast<int>(p->xAxis->coordToPixel(entry)), static_cast<int>(p->yAxis->coordToPixel(bytes)));
+    }
+
+private slots:
+    void init() {
+        m_doc = document(smallTrace());
+        m_view = std::make_unique<TimelineView>();
+        m_view->resize(900, 420);
+        m_view->setDocument(m_doc.get());
+        m_view->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_view.get()));
+        m_view->redraw();
+    }
+    void cleanup() {
+        m_view.reset();
+        m_doc.reset();
+    }
+
+    void drawsOneColumnPerPixel() {
+        const int plotWidth = m_view->plot()->axisRect()->rect().width();
+        QCOMPARE(m_view->layout().width(), plotWidth);
+        QCOMPARE(m_view->xRange(), std::make_pair(0.0, 12.0));
+        QVERIFY(m_view->layout().maxBytes() > 0);
+        // reserved fill and line, live, and nvidia-smi's samples (none: not a session)
+        QCOMPARE(m_view->plot()->graphCount(), 4);
+        QCOMPARE(m_view->plot()->graph(3)->dataCount(), 0);
+        QVERIFY(m_view->processSamples().empty());
+        QVERIFY(m_view->plot()->graph(0)->dataCount() <= 2 * plotWidth);
+    }
+
+    void hoverAndClickSelectAnAllocation() {
+        // at entry 3 the stack is E (128 KiB), A (1 MiB), B, C: 600 KiB high is inside A
+        const QPoint p = at(3.5, 600.0 * KiB);
+        const int64_t hit = m_view->lifetimeAt(p);
+        QCOMPARE(hit, int64_t(1));
+        const QString text = m_view->describeAt(p);
+        QVERIFY2(text.contains(QStringLiteral("1 MiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("weights (model.py:40)")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("still live at the end")), qPrintable(text));
+        QSignalSpy selected(m_doc.get(), &SnapshotDocument::allocationSelected);
+        QTest::mouseClick(m_view->plot(), Qt::LeftButton, {}, p);
+        QCOMPARE(m_doc->currentEvent(), int64_t(3));
+        QCOMPARE(selected.count(), 1);
+        QCOMPARE(m_doc->selectedStack(), m_doc->deviceData().trace.stack[1]);
+        QVERIFY(m_doc->selectedDescription().contains(QStringLiteral("0x7f0000000000")));
+        // the band at the bottom: E, allocated before recording
+        const QString bottom = m_view->describeAt(at(3.5, 64.0 * KiB));
+        QVERIFY2(bottom.contains(QStringLiteral("allocated before recording")), qPrintable(bottom));
+        // above everything: only the entry line
+        QVERIFY(m_view->describeAt(at(3.5, 6.0 * MiB)).startsWith(QStringLiteral("<span")));
+    }
+
+    void dragSelectsARange() {
+        QSignalSpy spy(m_doc.get(), &SnapshotDocument::selectionChanged);
+        QTest::mousePress(m_view->plot(), Qt::LeftButton, {}, at(2.5, 1.0 * MiB));
+        QTest::mouseMove(m_view->plot(), at(5.5, 1.0 * MiB));
+        QTest::mouseMove(m_view->plot(), at(8.5, 1.0 * MiB));
+        QTest::mouseRelease(m_view->plot(), Qt::LeftButton, {}, at(8.5, 1.0 * MiB));
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(m_doc->selection(), std::make_optional(std::make_pair<int64_t, int64_t>(2, 8)));
+        QCOMPARE(m_doc->currentEvent(), int64_t(11));  // a drag is not a click
+        m_view->zoomToSelection();
+        const auto [x0, x1] = m_view->xRange();
+        QVERIFY(x0 >= 1.5 && x0 <= 2.0);  // the selection, a little margin, at least the smallest span (8)
+        QVERIFY(x1 >= 9.0 && x1 <= 9.5);
+        m_doc->back();
+        QVERIFY(!m_doc->selection());
+    }
+
+    void wheelZoomsAroundTheMouseAndRangesClamp() {
+        const QPoint p = at(6.0, 1.0 * MiB);
+        QWheelEvent wheel(p, m_view->plot()->mapToGlobal(p), {}, QPoint(0, 240), Qt::NoButton, Qt::NoModifier,
+                          Qt::NoScrollPhase, false);
+        QCoreApplication::sendEvent(m_view->plot(), &wheel);
+        const auto [x0, x1] = m_view->xRange();
+        QVERIFY(x1 - x0 < 12.0);
+        QVERIFY(x0 < 6.0 && x1 > 6.0);
+        m_view->setXRange(-100, 5);
+        QCOMPARE(m_view->xRange().first, 0.0);
+        m_view->setXRange(3, 3.001);  // below the smallest span
+        QVERIFY(m_view->xRange().second - m_view->xRange().first >= 8.0);
+        m_view->fit();
+        QCOMPARE(m_view->xRange(), std::make_pair(0.0, 12.0));
+    }
+
+    void timeAxis() {
+        QVERIFY(m_view->timeAxisAvailable());
+        m_view->setTimeAxis(true);
+        QVERIFY(m_view->timeAxis());
+        m_view->redraw();
+        QCOMPARE(m_view->xRange(), std::make_pair(0.0, 111.0));  // 100 .. 210 µs, plus the last entry's µs
+        QTest::mouseClick(m_view->plot(), Qt::LeftButton, {}, at(75.0, 6.0 * MiB));  // 175 µs: entry 7
+        QCOMPARE(m_doc->currentEvent(), int64_t(7));
+        m_view->setTimeAxis(false);
+        QCOMPARE(m_view->xRange(), std::make_pair(0.0, 12.0));
+    }
+
+    void largestCount() {
+        m_view->setLargestCount(1);  // only A has a band
+        m_view->redraw();
+        QCOMPARE(m_view->lifetimeAt(at(3.5, 600.0 * KiB)), TimelineBands::kOther);  // below A: E+B+C = 896 KiB
+        QCOMPARE(m_view->lifetimeAt(at(3.5, 1200.0 * KiB)), int64_t(1));
+        QCOMPARE(m_view->largestCount(), 1);
+    }
+
+    void currentEventComesIntoView() {
+        m_doc->setCurrentEvent(0);
+        m_view->setXRange(0, 8);
+        m_doc->setCurrentEvent(11);
+        const auto [x0, x1] = m_view->xRange();
+        QVERIFY(x0 <= 11 && x1 >= 11);
+    }
+
+    void withoutDocumentOrTrace() {
+        m_view->setDocument(nullptr);
+        m_view->redraw();
+        QCOMPARE(m_view->layout().width(), 0);
+        QVERIFY(m_view->describeAt(QPoint(100, 100)).isEmpty());
+        auto empty = document({});
+        m_view->setDocument(empty.get());
+        m_view->redraw();
+        QCOMPARE(m_view->layout().width(), 0);
+        QTest::mouseClick(m_view->plot(), Qt::LeftButton, {}, QPoint(200, 200));  // nothing happens
+        m_view->setDocument(nullptr);
+    }
+
+    void documentDestroyedUnderTheView() {
+        m_doc.reset();
+        m_view->redraw();
+        QCOMPARE(m_view->layout().width(), 0);
+    }
+};
+
+QTEST_MAIN(TestTimelineView)
+#include "tst_timelineview.moc"

@@ -1,0 +1,95 @@
+#include "core/TimelineMarkers.h"
+
+#include "core/EntryAxis.h"
+
+#include <algorithm>
+#include <map>
+
+namespace memlens::views {
+
+namespace {
+
+// Whether every entry carries a time and times never go back: then time_us maps to entries.
+bool timesUsable(const model::TraceColumns& trace) {
+    for (uint8_t f : trace.flags)
+        if (!(f & model::TraceColumns::HasTime)) return false;
+    return EntryAxis::isNonDecreasing(trace.timeUs);
+}
+
+void assignLanes(std::vector<RangeMarker>& ranges, int& lanes) {
+    std::vector<int64_t> laneEnd;  // last entry covered by each lane so far
+    for (auto& r : ranges) {
+        const int64_t end = std::max(r.first, r.last);
+        size_t lane = 0;
+        while (lane < laneEnd.size() && laneEnd[lane] >= r.first) ++lane;
+        if (lane == laneEnd.size()) laneEnd.push_back(end);
+        else laneEnd[lane] = end;
+        r.lane = static_cast<int>(lane);
+    }
+    lanes = static_cast<int>(laneEnd.size());
+}
+
+} // namespace
+
+TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int device) {
+    TimelineMarkers out;
+    const model::DeviceData* dev = snapshot.device(device);
+    if (!dev) return out;
+    const model::TraceColumns& trace = dev->trace;
+    const int64_t n = static_cast<int64_t>(trace.rows());
+    for (int64_t i = 0; i < n; ++i) {
+        const model::Action a = trace.action[static_cast<size_t>(i)];
+        if (a == model::Action::Oom || a == model::Action::Snapshot) out.m_points.push_back({i, a});
+    }
+    if (n == 0 || !timesUsable(trace)) return out;
+
+    std::vector<const model::Annotation*> notes;
+    for (const auto& a : snapshot.annotations)
+        if (a.device == device && a.timeUs >= 0) notes.push_back(&a);
+    std::stable_sort(notes.begin(), notes.end(),
+                     [](const model::Annotation* x, const model::Annotation* y) { return x->timeUs < y->timeUs; });
+
+    const auto& t = trace.timeUs;
+    auto firstAtOrAfter = [&](int64_t us) { return std::lower_bound(t.begin(), t.end(), us) - t.begin(); };
+    auto lastAtOrBefore = [&](int64_t us) { return (std::upper_bound(t.begin(), t.end(), us) - t.begin()) - 1; };
+
+    std::map<model::StringId, std::vector<int64_t>> openStarts;  // name -> stack of START times
+    for (const model::Annotation* a : notes) {
+        if (a->start) {
+            openStarts[a->name].push_back(a->timeUs);
+            continue;
+        }
+        RangeMarker r;
+        r.name = std::string(snapshot.str(a->name));
+        auto& stack = openStarts[a->name];
+        if (stack.empty()) {
+            r.first = 0;
+            r.startSeen = false;
+        } else {
+            r.first = firstAtOrAfter(stack.back());
+            stack.pop_back();
+        }
+        r.last = lastAtOrBefore(a->timeUs);
+        out.m_ranges.push_back(std::move(r));
+    }
+    for (auto& [name, stack] : openStarts)
+        for (int64_t us : stack) {
+            RangeMarker r;
+            r.name = std::string(snapshot.str(name));
+            r.first = firstAtOrAfter(us);
+            r.last = n - 1;
+            r.endSeen = false;
+            out.m_ranges.push_back(std::move(r));
+        }
+    // a range that begins after the last entry or ends before the first shows nothing: drop it
+    std::erase_if(out.m_ranges, [n](const RangeMarker& r) { return r.first >= n || r.last < 0; });
+    std::stable_sort(out.m_ranges.begin(), out.m_ranges.end(), [](const RangeMarker& x, const RangeMarker& y) {
+        return x.first != y.first ? x.first < y.first : x.last > y.last;
+    });
+    assignLanes(out.m_ranges, out.m_lanes);
+    for (const auto& r : out.m_ranges)
+        if (r.lane == 0 && (out.m_stops.empty() || out.m_stops.back() != r.first)) out.m_stops.push_back(r.first);
+    return out;
+}
+
+} // namespace memlens::views

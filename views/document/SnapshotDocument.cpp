@@ -1,0 +1,138 @@
+#include "document/SnapshotDocument.h"
+
+#include <QFileInfo>
+
+#include <algorithm>
+
+namespace memlens::views {
+
+SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent)
+    : QObject(parent), m_loaded(std::move(loaded)) {
+    // open the device with the longest trace, as PyTorch's viewer does; else the first with segments
+    const auto devs = devices();
+    if (!devs.isEmpty()) {
+        m_device = devs.front();
+        size_t best = 0;
+        for (int d : devs) {
+            const auto* dd = snapshot().device(d);
+            if (dd && dd->trace.rows() > best) {
+                best = dd->trace.rows();
+                m_device = d;
+            }
+        }
+    }
+    m_current = entryCount() - 1;
+}
+
+QString SnapshotDocument::path() const { return QString::fromStdString(m_loaded->path); }
+QString SnapshotDocument::fileName() const { return QFileInfo(path()).fileName(); }
+
+QVector<int> SnapshotDocument::devices() const {
+    QVector<int> out;
+    for (const auto& d : snapshot().devices)
+        if (!d.segments.empty() || d.trace.rows() > 0) out.push_back(d.device);
+    return out;
+}
+
+const model::DeviceData& SnapshotDocument::deviceData() const {
+    const auto* d = snapshot().device(m_device);
+    return d ? *d : m_emptyDevice;
+}
+
+const model::DeviceTimeline& SnapshotDocument::timeline() const {
+    auto it = m_loaded->timelines.find(m_device);
+    return it != m_loaded->timelines.end() ? *it->second : m_emptyTimeline;
+}
+
+const model::StateHistory& SnapshotDocument::history() const {
+    auto it = m_loaded->histories.find(m_device);
+    if (it != m_loaded->histories.end()) return *it->second;
+    if (!m_emptyHistory) m_emptyHistory = std::make_unique<model::StateHistory>(snapshot(), m_device);
+    return *m_emptyHistory;
+}
+
+const AllocationLifetimes& SnapshotDocument::lifetimes() const {
+    auto it = m_loaded->lifetimes.find(m_device);
+    return it != m_loaded->lifetimes.end() ? *it->second : m_emptyLifetimes;
+}
+
+const TimelineMarkers& SnapshotDocument::markers() const {
+    if (!m_markers || m_markers->first != m_device)
+        m_markers.emplace(m_device, TimelineMarkers::compute(snapshot(), m_device));
+    return m_markers->second;
+}
+
+int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(deviceData().trace.rows()); }
+
+const model::DeviceState& SnapshotDocument::currentState() const {
+    if (!m_state || m_state->at != m_current || m_state->device != m_device) m_state = history().stateAfter(m_current);
+    return *m_state;
+}
+
+std::optional<std::pair<int64_t, int64_t>> SnapshotDocument::selection() const {
+    if (m_selections.isEmpty()) return std::nullopt;
+    return m_selections.back();
+}
+
+void SnapshotDocument::setDevice(int device) {
+    if (device == m_device) return;
+    m_device = device;
+    m_state.reset();
+    m_selections.clear();
+    m_current = entryCount() - 1;
+    emit deviceChanged(device);
+    emit selectionChanged();
+    emit currentEventChanged(m_current);
+}
+
+void SnapshotDocument::setCurrentEvent(int64_t index) {
+    index = std::clamp<int64_t>(index, -1, std::max<int64_t>(-1, entryCount() - 1));
+    if (index == m_current) return;
+    m_current = index;
+    emit currentEventChanged(index);
+}
+
+void SnapshotDocument::setSelection(int64_t first, int64_t last) {
+    if (first > last) std::swap(first, last);
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, entryCount() - 1);
+    if (first > last) return;
+    if (!m_selections.isEmpty() && m_selections.back() == std::make_pair(first, last)) return;
+    m_selections.push_back({first, last});
+    emit selectionChanged();
+}
+
+void SnapshotDocument::back() {
+    if (m_selections.isEmpty()) return;
+    m_selections.pop_back();
+    emit selectionChanged();
+}
+
+void SnapshotDocument::resetSelection() {
+    if (m_selections.isEmpty()) return;
+    m_selections.clear();
+    emit selectionChanged();
+}
+
+void SnapshotDocument::setMarkedAddresses(MarkedAddresses marked) {
+    m_marked = std::move(marked);
+    emit markedAddressesChanged();
+}
+
+std::vector<uint64_t> SnapshotDocument::markedOnDevice() const {
+    std::vector<uint64_t> out;
+    for (const auto& [device, address] : m_marked.addresses)
+        if (device == m_device) out.push_back(address);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+void SnapshotDocument::selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address) {
+    m_selectedStack = stack;
+    m_selectedDescription = description;
+    m_selectedAddress = address;
+    emit allocationSelected(stack, description);
+}
+
+} // namespace memlens::views

@@ -1,0 +1,103 @@
+#pragma once
+// One opened snapshot as the views see it: which device is shown, which trace entry is current,
+// which range is selected. Every view reads from here and follows its signals.
+#include "core/LoadedSnapshot.h"
+#include "core/TimelineMarkers.h"
+
+#include <QObject>
+#include <QString>
+#include <QVector>
+
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace memlens::views {
+
+class SnapshotDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent = nullptr);
+
+    const LoadedSnapshot& loaded() const { return *m_loaded; }
+    // The same, shared: for work on other threads that must keep the data alive.
+    std::shared_ptr<const LoadedSnapshot> sharedLoaded() const { return m_loaded; }
+    const model::Snapshot& snapshot() const { return *m_loaded->snapshot; }
+    QString path() const;
+    QString fileName() const;
+
+    // Devices that own a segment or have trace entries, ascending.
+    QVector<int> devices() const;
+    int device() const { return m_device; }
+    const model::DeviceData& deviceData() const;
+    const model::DeviceTimeline& timeline() const;
+    const model::StateHistory& history() const;
+    // The device's allocations paired alloc -> free (computed while loading).
+    const AllocationLifetimes& lifetimes() const;
+    // The device's annotation ranges and oom / snapshot entries (computed on first use).
+    const TimelineMarkers& markers() const;
+    int64_t entryCount() const;
+
+    // The current trace entry: every view shows the state right after it (-1: before the first).
+    int64_t currentEvent() const { return m_current; }
+    // The allocator state right after the current entry (cached).
+    const model::DeviceState& currentState() const;
+
+    // The selected range of entries [first, last], if any. Selections stack up; back() returns
+    // to the previous one.
+    std::optional<std::pair<int64_t, int64_t>> selection() const;
+    bool canGoBack() const { return !m_selections.empty(); }
+
+    // The allocation the user picked last (in the timeline, block map, events or sites): its stack
+    // and a one-line description. The stack view shows it.
+    model::StackId selectedStack() const { return m_selectedStack; }
+    QString selectedDescription() const { return m_selectedDescription; }
+    // The address of the selected allocation's block, when the selection named one (the block map
+    // outlines it).
+    std::optional<uint64_t> selectedAddress() const { return m_selectedAddress; }
+
+    // Addresses the block map points out, and what holds them: the CUDA storages of the retained
+    // graph selected in a session ("held by validate.kept_outputs[3]"). (device, address) pairs.
+    struct MarkedAddresses {
+        QString holder;
+        std::vector<std::pair<int, uint64_t>> addresses;
+    };
+    const MarkedAddresses& markedAddresses() const { return m_marked; }
+    // The marked addresses on the shown device, ascending.
+    std::vector<uint64_t> markedOnDevice() const;
+
+public slots:
+    void setDevice(int device);
+    void setCurrentEvent(int64_t index);
+    void setSelection(int64_t first, int64_t last);
+    void back();
+    void resetSelection();
+    void selectAllocation(model::StackId stack, const QString& description, std::optional<uint64_t> address = std::nullopt);
+    void setMarkedAddresses(MarkedAddresses marked);
+
+signals:
+    void deviceChanged(int device);
+    void currentEventChanged(int64_t index);
+    void selectionChanged();
+    void allocationSelected(model::StackId stack, const QString& description);
+    void markedAddressesChanged();
+
+private:
+    std::shared_ptr<const LoadedSnapshot> m_loaded;
+    int m_device = 0;
+    int64_t m_current = -1;
+    QVector<std::pair<int64_t, int64_t>> m_selections;
+    model::StackId m_selectedStack = 0;
+    QString m_selectedDescription;
+    std::optional<uint64_t> m_selectedAddress;
+    MarkedAddresses m_marked;
+    mutable std::optional<model::DeviceState> m_state;
+    model::DeviceData m_emptyDevice;
+    model::DeviceTimeline m_emptyTimeline;
+    mutable std::unique_ptr<model::StateHistory> m_emptyHistory;
+    AllocationLifetimes m_emptyLifetimes;
+    mutable std::optional<std::pair<int, TimelineMarkers>> m_markers;
+};
+
+} // namespace memlens::views

@@ -1,0 +1,305 @@
+#include "events/EventsView.h"
+
+#include "common/ByteText.h"
+#include "events/EventsModel.h"
+#include "document/SnapshotDocument.h"
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPointer>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <atomic>
+
+namespace memlens::views {
+
+namespace {
+
+using model::Action;
+
+struct ActionChoice {
+    const char* label;
+    uint32_t mask;
+};
+
+constexpr uint32_t kFrees = EventFilter::bit(Action::FreeRequested) | EventFilter::bit(Action::FreeCompleted) |
+                            EventFilter::bit(Action::Free);
+constexpr uint32_t kSegments = EventFilter::bit(Action::SegmentAlloc) | EventFilter::bit(Action::SegmentFree) |
+                               EventFilter::bit(Action::SegmentMap) | EventFilter::bit(Action::SegmentUnmap);
+
+const ActionChoice kChoices[] = {
+    {QT_TRANSLATE_NOOP("EventsView", "All actions"), EventFilter::kAllActions},
+    {QT_TRANSLATE_NOOP("EventsView", "alloc"), EventFilter::bit(Action::Alloc)},
+    {QT_TRANSLATE_NOOP("EventsView", "Frees"), kFrees},
+    {QT_TRANSLATE_NOOP("EventsView", "alloc and frees"), EventFilter::bit(Action::Alloc) | kFrees},
+    {QT_TRANSLATE_NOOP("EventsView", "Segment events"), kSegments},
+    {QT_TRANSLATE_NOOP("EventsView", "oom"), EventFilter::bit(Action::Oom)},
+    {QT_TRANSLATE_NOOP("EventsView", "snapshot"), EventFilter::bit(Action::Snapshot)},
+};
+
+bool isBlockEvent(Action a) {
+    return a == Action::Alloc || a == Action::FreeRequested || a == Action::FreeCompleted || a == Action::Free;
+}
+
+} // namespace
+
+QStringList EventsView::actionChoices() {
+    QStringList out;
+    for (const auto& c : kChoices) out << tr(c.label);
+    return out;
+}
+
+EventsView::EventsView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    auto* bar = new QWidget(this);
+    auto* row = new QHBoxLayout(bar);
+    row->setContentsMargins(6, 3, 6, 3);
+    row->setSpacing(6);
+    m_action = new QComboBox(bar);
+    m_action->addItems(actionChoices());
+    m_action->setToolTip(tr("Show only entries with these actions"));
+    row->addWidget(m_action);
+    row->addWidget(new QLabel(tr("Size"), bar));
+    m_minSize = new QLineEdit(bar);
+    m_minSize->setPlaceholderText(tr("min, e.g. 1 MiB"));
+    m_maxSize = new QLineEdit(bar);
+    m_maxSize->setPlaceholderText(tr("max"));
+    for (QLineEdit* e : {m_minSize, m_maxSize}) {
+        e->setClearButtonEnabled(true);
+        e->setMinimumWidth(70);
+        e->setMaximumWidth(110);
+        e->setToolTip(tr("Sizes in bytes or with a unit: 512k, 1.5 MiB, 2g (binary units)"));
+    }
+    row->addWidget(m_minSize);
+    row->addWidget(new QLabel(QStringLiteral("–"), bar));
+    row->addWidget(m_maxSize);
+    m_search = new QLineEdit(bar);
+    m_search->setPlaceholderText(tr("Frame or address"));
+    m_search->setToolTip(tr("Show entries whose top frame or hex address contains this text"));
+    m_search->setMinimumWidth(120);
+    m_search->setClearButtonEnabled(true);
+    row->addWidget(m_search, 1);
+    layout->addWidget(bar);
+
+    m_model = new EventsModel(this);
+    m_table = new QTableView(this);
+    m_table->setModel(m_model);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);
+    m_table->setShowGrid(false);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+    QHeaderView* header = m_table->horizontalHeader();
+    header->setStretchLastSection(true);
+    header->setHighlightSections(false);
+    header->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    const int digit = m_table->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+    m_table->setColumnWidth(EventsModel::IndexColumn, digit * 9);
+    m_table->setColumnWidth(EventsModel::TimeColumn, digit * 12);
+    m_table->setColumnWidth(EventsModel::ActionColumn, digit * 15);
+    m_table->setColumnWidth(EventsModel::AddressColumn, digit * 17);
+    m_table->setColumnWidth(EventsModel::SizeColumn, digit * 11);
+    layout->addWidget(m_table, 1);
+    m_count = new QLabel(this);
+    m_count->setContentsMargins(6, 2, 6, 2);
+    m_count->setStyleSheet(QStringLiteral("color: #666;"));
+    layout->addWidget(m_count);
+
+    m_debounce = new QTimer(this);
+    m_debounce->setSingleShot(true);
+    m_debounce->setInterval(200);
+    connect(m_debounce, &QTimer::timeout, this, &EventsView::applyFilter);
+    connect(m_action, &QComboBox::currentIndexChanged, this, &EventsView::applyFilter);
+    for (QLineEdit* e : {m_minSize, m_maxSize, m_search})
+        connect(e, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) { onCurrentRowChanged(current.row()); });
+    updateCount();
+}
+
+EventsView::~EventsView() {
+    if (m_cancel) m_cancel->store(true);
+}
+
+void EventsView::setDocument(SnapshotDocument* doc) {
+    if (m_doc == doc) return;
+    if (m_doc) disconnect(m_doc, nullptr, this, nullptr);
+    if (m_cancel) m_cancel->store(true);
+    m_running = 0;
+    m_doc = doc;
+    m_model->setDocument(doc);
+    if (doc) {
+        connect(doc, &SnapshotDocument::deviceChanged, this, &EventsView::applyFilter);
+        connect(doc, &SnapshotDocument::selectionChanged, this, &EventsView::applyFilter);
+        connect(doc, &SnapshotDocument::currentEventChanged, this, &EventsView::followCurrent);
+    }
+    applyFilter();
+}
+
+EventFilter EventsView::currentFilter() const {
+    EventFilter f;
+    const int choice = std::clamp(m_action->currentIndex(), 0, static_cast<int>(std::size(kChoices)) - 1);
+    f.actions = kChoices[choice].mask;
+    if (auto v = parseBytes(m_minSize->text())) f.minSize = *v;
+    if (auto v = parseBytes(m_maxSize->text())) f.maxSize = *v;
+    f.text = m_search->text().trimmed().toStdString();
+    if (m_doc && m_doc->selection()) {
+        f.first = m_doc->selection()->first;
+        f.last = m_doc->selection()->second;
+    }
+    return f;
+}
+
+void EventsView::setActionChoice(int index) {
+    m_action->setCurrentIndex(index);
+    applyFilter();
+}
+
+void EventsView::setSizeRange(const QString& min, const QString& max) {
+    const QSignalBlocker b1(m_minSize), b2(m_maxSize);
+    m_minSize->setText(min);
+    m_maxSize->setText(max);
+    applyFilter();
+}
+
+void EventsView::setSearchText(const QString& text) {
+    const QSignalBlocker b(m_search);
+    m_search->setText(text);
+    applyFilter();
+}
+
+void EventsView::applyFilter() {
+    m_debounce->stop();
+    for (QLineEdit* e : {m_minSize, m_maxSize}) {
+        const bool bad = !e->text().trimmed().isEmpty() && !parseBytes(e->text());
+        e->setStyleSheet(bad ? QStringLiteral("QLineEdit { border: 1px solid #d62728; }") : QString());
+    }
+    if (m_cancel) m_cancel->store(true);
+    m_cancel.reset();
+    const quint64 generation = ++m_generation;
+    m_running = 0;
+    const EventFilter filter = currentFilter();
+    if (!m_doc) {
+        install({}, false, filter);
+        return;
+    }
+    const int64_t n = m_doc->entryCount();
+    if (filter.onlyRange()) {
+        install({}, false, filter);
+        return;
+    }
+    const int64_t rows = std::min(filter.last, n - 1) - std::max<int64_t>(filter.first, 0) + 1;
+    if (rows <= kBackgroundRows) {
+        install(filter.apply(m_doc->snapshot(), m_doc->deviceData().trace), true, filter);
+        return;
+    }
+    // long trace: on a worker, which keeps the data alive and checks a cancel flag
+    m_running = generation;
+    updateCount();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    m_cancel = cancel;
+    auto loaded = m_doc->sharedLoaded();
+    const int device = m_doc->device();
+    QPointer<EventsView> self(this);
+    (void)QtConcurrent::run([=]() {
+        const model::DeviceData* dev = loaded->snapshot->device(device);
+        if (!dev) return;
+        auto rowsFound = std::make_shared<std::vector<int64_t>>(filter.apply(*loaded->snapshot, dev->trace, cancel.get()));
+        if (cancel->load()) return;
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, generation, rowsFound, filter]() {
+                if (!self || self->m_generation != generation) return;  // superseded
+                self->m_running = 0;
+                self->m_cancel.reset();
+                self->install(std::move(*rowsFound), true, filter);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void EventsView::install(std::vector<int64_t> rows, bool list, const EventFilter& filter) {
+    const QSignalBlocker block(m_table->selectionModel());
+    if (!m_doc) m_model->setRange(0, -1);
+    else if (list) m_model->setEntries(std::move(rows));
+    else m_model->setRange(filter.first, filter.last);
+    updateCount();
+    followCurrent();
+    emit filterApplied();
+}
+
+void EventsView::updateCount() {
+    if (!m_doc) {
+        m_count->setText(tr("no snapshot"));
+        return;
+    }
+    if (m_running) {
+        m_count->setText(tr("filtering…"));
+        return;
+    }
+    const QLocale loc = QLocale::system();
+    const int64_t total = m_doc->entryCount();
+    const int shown = m_model->rowCount();
+    QString text = shown == total ? tr("%1 entries").arg(loc.toString(static_cast<qlonglong>(total)))
+                                  : tr("%1 of %2 entries").arg(loc.toString(shown), loc.toString(static_cast<qlonglong>(total)));
+    if (m_doc->selection())
+        text += tr(" in the selected range %1–%2")
+                    .arg(loc.toString(static_cast<qlonglong>(m_doc->selection()->first)),
+                         loc.toString(static_cast<qlonglong>(m_doc->selection()->second)));
+    m_count->setText(text);
+}
+
+void EventsView::followCurrent() {
+    if (!m_doc || m_syncing) return;
+    const int row = m_model->rowOf(m_doc->currentEvent());
+    const QSignalBlocker block(m_table->selectionModel());
+    if (row < 0) {
+        m_table->selectionModel()->clearSelection();
+        return;
+    }
+    const QModelIndex index = m_model->index(row, 0);
+    m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_table->scrollTo(index, QAbstractItemView::EnsureVisible);
+    m_table->viewport()->update();
+}
+
+void EventsView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    // scrolling a hidden table does nothing: bring the current row into view once it shows
+    QTimer::singleShot(0, this, [this] {
+        if (m_table->currentIndex().isValid()) m_table->scrollTo(m_table->currentIndex(), QAbstractItemView::PositionAtCenter);
+    });
+}
+
+void EventsView::onCurrentRowChanged(int row) {
+    if (!m_doc || row < 0) return;
+    const int64_t entry = m_model->entryAt(row);
+    if (entry < 0) return;
+    m_syncing = true;
+    m_doc->setCurrentEvent(entry);
+    const auto& trace = m_doc->deviceData().trace;
+    const auto i = static_cast<size_t>(entry);
+    if (isBlockEvent(trace.action[i]))
+        m_doc->selectAllocation(trace.stack[i], tr("%1 %2 at 0x%3 (entry %4)")
+                                                   .arg(QString::fromLatin1(model::actionName(trace.action[i])),
+                                                        formatBytes(static_cast<double>(trace.size[i])),
+                                                        QString::number(trace.addr[i], 16))
+                                                   .arg(entry));
+    m_syncing = false;
+}
+
+} // namespace memlens::views

@@ -1,0 +1,78 @@
+#pragma once
+// The trace entries of the document's device in a table, with a filter bar (action, size range,
+// text in the top frame or address) and the document's selected range applied. Filtering long
+// traces runs off the GUI thread; a newer filter supersedes a running one. Selecting a row makes
+// its entry the current one; the current entry's row follows the document.
+#include "core/EventFilter.h"
+
+#include <QPointer>
+#include <QWidget>
+
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableView;
+class QTimer;
+
+namespace memlens::views {
+
+class EventsModel;
+class SnapshotDocument;
+
+class EventsView : public QWidget {
+    Q_OBJECT
+public:
+    // Longer traces are filtered on a worker thread.
+    static constexpr int64_t kBackgroundRows = 200000;
+
+    explicit EventsView(QWidget* parent = nullptr);
+    ~EventsView() override;
+
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const { return m_doc; }
+
+    EventsModel* model() const { return m_model; }
+    QTableView* table() const { return m_table; }
+    // The filter the bar describes, with the document's selected range.
+    EventFilter currentFilter() const;
+    bool isFiltering() const { return m_running != 0; }
+
+    // The filter bar, for tests and callers: an index of actionChoices(), sizes as typed
+    // ("1 MiB"; empty: no bound), and the search text. Each applies the filter at once.
+    static QStringList actionChoices();
+    void setActionChoice(int index);
+    void setSizeRange(const QString& min, const QString& max);
+    void setSearchText(const QString& text);
+
+signals:
+    // The rows now match the filter bar and the selection.
+    void filterApplied();
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void applyFilter();
+    void install(std::vector<int64_t> rows, bool list, const EventFilter& filter);
+    void updateCount();
+    void followCurrent();
+    void onCurrentRowChanged(int row);
+
+    QPointer<SnapshotDocument> m_doc;
+    EventsModel* m_model = nullptr;
+    QTableView* m_table = nullptr;
+    QComboBox* m_action = nullptr;
+    QLineEdit* m_minSize = nullptr;
+    QLineEdit* m_maxSize = nullptr;
+    QLineEdit* m_search = nullptr;
+    QLabel* m_count = nullptr;
+    QTimer* m_debounce = nullptr;
+    quint64 m_generation = 0;
+    quint64 m_running = 0;
+    std::shared_ptr<std::atomic<bool>> m_cancel;
+    bool m_syncing = false;
+};
+
+} // namespace memlens::views

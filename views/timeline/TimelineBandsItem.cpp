@@ -1,0 +1,123 @@
+#include "timeline/TimelineBandsItem.h"
+
+#include <QImage>
+
+#include <array>
+#include <cmath>
+
+namespace memlens::views {
+
+namespace {
+
+constexpr std::array<QRgb, 10> kPalette = {
+    0xff4e79a7, 0xfff28e2b, 0xff59a14f, 0xff76b7b2, 0xffedc948,
+    0xffb07aa1, 0xffff9da7, 0xff9c755f, 0xff86bcb6, 0xffd4a6c8,
+};
+
+QRgb blend(QRgb c, QRgb towards, double t) {
+    auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
+    return qRgba(mix(qRed(c), qRed(towards)), mix(qGreen(c), qGreen(towards)), mix(qBlue(c), qBlue(towards)), 255);
+}
+
+uint32_t hash32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+} // namespace
+
+TimelineBandsItem::TimelineBandsItem(QCustomPlot* plot) : QCPAbstractItem(plot) {
+    setSelectable(false);
+}
+
+void TimelineBandsItem::setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes) {
+    m_layout = layout;
+    if (lifetimes != m_lifetimes || !lifetimes || m_colors.size() != lifetimes->size())
+        m_colors.assign(lifetimes ? lifetimes->size() : 0, 0);
+    m_lifetimes = lifetimes;
+}
+
+void TimelineBandsItem::setHighlightedStack(model::StackId stack) {
+    if (stack == m_highlightStack) return;
+    m_highlightStack = stack;
+    std::fill(m_colors.begin(), m_colors.end(), 0);
+}
+
+QRgb TimelineBandsItem::colorOf(uint32_t lifetime) {
+    QRgb& c = m_colors[lifetime];
+    if (c == 0) {
+        const model::StackId stack = (*m_lifetimes)[lifetime].stack;
+        c = colorFor(stack, lifetime).rgba();
+        if (m_highlightStack != 0 && stack != m_highlightStack) c = blend(c, 0xffffffff, 0.6);
+    }
+    return c;
+}
+
+QColor TimelineBandsItem::colorFor(model::StackId stack, uint32_t lifetime) {
+    const QRgb base = kPalette[hash32(stack) % kPalette.size()];
+    // neighbours from one call site differ slightly, so that their edges show
+    const double shade = (hash32(lifetime ^ 0x9e3779b9U) % 5) * 0.06;
+    return QColor(blend(base, 0xffffffff, shade));
+}
+
+QColor TimelineBandsItem::otherColor() { return QColor(0xc9, 0xcc, 0xd1); }
+
+double TimelineBandsItem::selectTest(const QPointF&, bool, QVariant*) const { return -1; }
+
+void TimelineBandsItem::draw(QCPPainter* painter) {
+    if (!m_layout || !m_lifetimes || m_layout->width() == 0) return;
+    QCPAxisRect* rect = clipAxisRect();
+    if (!rect) return;
+    const QRect area = rect->rect();
+    if (area.width() <= 0 || area.height() <= 0) return;
+    QCPAxis* yAxis = rect->axis(QCPAxis::atLeft);
+    const TimelineBands& bands = m_layout->bands();
+    const auto& all = m_lifetimes->all();
+
+    if (m_image.size() != area.size()) m_image = QImage(area.size(), QImage::Format_ARGB32_Premultiplied);
+    QImage& image = m_image;  // kept from frame to frame: no new pages to fault in for every redraw
+    image.fill(Qt::transparent);
+    const int h = area.height();
+    const int w = area.width();
+    auto* bits = reinterpret_cast<QRgb*>(image.bits());
+    const qsizetype stride = image.bytesPerLine() / 4;
+    // the y axis is linear: row = y0 + bytes * scale, clamped to the image
+    const double y0 = yAxis->coordToPixel(0.0) - area.top();
+    const double scale = yAxis->coordToPixel(1e9) - area.top() - y0;
+    auto row = [&](int64_t bytes) {
+        const double y = y0 + static_cast<double>(bytes) * (scale / 1e9) + 0.5;
+        return y <= 0 ? 0 : y >= h ? h : static_cast<int>(y);
+    };
+    auto fill = [&](int x, int yBottom, int yTop, QRgb c) {  // rows [yTop, yBottom): y grows downwards
+        QRgb* p = bits + static_cast<qsizetype>(yTop) * stride + x;
+        for (int y = yTop; y < yBottom; ++y, p += stride) *p = c;
+    };
+    const QRgb other = m_highlightStack != 0 ? blend(otherColor().rgba(), 0xffffffff, 0.5) : otherColor().rgba();
+    const int columns = bands.width();
+    for (int x = 0; x < w; ++x) {
+        const int c = columns == w ? x : std::min(columns - 1, static_cast<int>(int64_t(x) * columns / w));
+        if (bands.entry(c) == TimelineBands::kNoEntry) continue;
+        int64_t bytes = bands.other(c);
+        int yPrev = row(0);
+        int y = row(bytes);
+        fill(x, yPrev, y, other);
+        yPrev = y;
+        for (uint32_t id : bands.lifetimes(c)) {
+            bytes += static_cast<int64_t>(all[id].size);
+            y = row(bytes);
+            if (y == yPrev) continue;
+            QRgb col = colorOf(id);
+            if (static_cast<int64_t>(id) == m_hovered) col = blend(col, 0xff000000, 0.25);
+            fill(x, yPrev, y, col);
+            if (yPrev - y >= 4) bits[y * stride + x] = blend(col, 0xff000000, 0.18);  // top edge
+            yPrev = y;
+        }
+    }
+    painter->drawImage(area.topLeft(), image);
+}
+
+} // namespace memlens::views

@@ -1,0 +1,45 @@
+#pragma once
+// Paints a TimelineLayout's allocation bands into the plot: one raster column per pixel column,
+// so its cost is bounded by the plot's size, not by the number of allocations or entries.
+#include "memlens/model/Snapshot.h"
+#include "core/TimelineLayout.h"
+
+#include "timeline/QCustomPlotInclude.h"
+
+#include <vector>
+
+namespace memlens::views {
+
+class TimelineBandsItem : public QCPAbstractItem {
+public:
+    explicit TimelineBandsItem(QCustomPlot* plot);
+
+    // The layout is not copied; it must stay alive until the next setLayout.
+    void setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes);
+    // Bands of allocations from this stack are drawn in full colour and the others faded (0: none).
+    void setHighlightedStack(model::StackId stack);
+    // The band under the mouse is drawn darker (-1: none).
+    void setHoveredLifetime(int64_t lifetime) { m_hovered = lifetime; }
+
+    // A band's colour: by call site (stack), varied a little per allocation.
+    static QColor colorFor(model::StackId stack, uint32_t lifetime);
+    static QColor otherColor();
+
+    double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
+
+protected:
+    void draw(QCPPainter* painter) override;
+
+private:
+    QRgb colorOf(uint32_t lifetime);
+
+    const TimelineLayout* m_layout = nullptr;
+    const AllocationLifetimes* m_lifetimes = nullptr;
+    model::StackId m_highlightStack = 0;
+    int64_t m_hovered = -1;
+    // per lifetime, its colour as drawn now (0: not worked out yet); reset with the lifetimes or the highlight
+    std::vector<QRgb> m_colors;
+    QImage m_image;
+};
+
+} // namespace memlens::views

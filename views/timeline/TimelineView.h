@@ -1,0 +1,141 @@
+#pragma once
+// The Active Memory Timeline of the document's device: live and reserved bytes over the trace,
+// the largest allocations as stacked bands (the rest in one "other" band), annotation ranges,
+// oom and snapshot entries, the selected range and the current entry; for a session, what
+// nvidia-smi showed meanwhile.
+//
+// Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
+// the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans;
+// a right click offers zoom to the selection, back and clear.
+#include "memlens/model/ProcessSeries.h"
+#include "core/EntryAxis.h"
+#include "core/ProcessSamplesPlacement.h"
+#include "core/SeriesPyramid.h"
+#include "core/TimelineLayout.h"
+
+#include <QPointer>
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+class QComboBox;
+class QCPGraph;
+class QCPRange;
+class QCustomPlot;
+class QLabel;
+class QMouseEvent;
+class QSpinBox;
+class QStackedWidget;
+class QToolButton;
+class QWheelEvent;
+
+namespace memlens::views {
+
+class ByteAxisTicker;
+class EntryAxisTicker;
+class SnapshotDocument;
+class TimelineBandsItem;
+class TimelineOverlayItem;
+
+class TimelineView : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineView(QWidget* parent = nullptr);
+    ~TimelineView() override;
+
+    void setDocument(SnapshotDocument* doc);
+    SnapshotDocument* document() const;
+
+    // x axis: trace entry index (default) or time since the first entry, when every entry has a
+    // time and times never go back.
+    bool timeAxisAvailable() const;
+    bool timeAxis() const { return m_axis.isTime(); }
+    void setTimeAxis(bool time);
+    // How many of the largest allocations get a band of their own.
+    int largestCount() const { return m_largest; }
+    void setLargestCount(int n);
+
+    // The visible x range (entries or microseconds since the first entry), clamped to the trace.
+    void setXRange(double x0, double x1);
+    std::pair<double, double> xRange() const;
+    void fit();
+    void zoomToSelection();
+
+    // What nvidia-smi showed for the job on this device (a session's NVML samples), drawn over the
+    // trace's span as a step line above reserved: the gap is the CUDA context, other libraries
+    // and the caching allocator's overhead. Empty: not drawn.
+    void setProcessSeries(std::vector<model::TimedBytes> series);
+    // The samples as drawn (x in the current axis); empty when none fall in the trace's span.
+    const std::vector<PlacedSample>& processSamples() const { return m_processPlaced; }
+
+    // Binning and replot now, painted when it returns (tests and the benchmark use it).
+    void redraw();
+    const TimelineLayout& layout() const { return m_layout; }
+    QCustomPlot* plot() const { return m_plot; }
+
+    // Under a point of the plot widget: the entry, the allocation (index into the document's
+    // lifetimes(), TimelineBands::kOther or kNothing), and the text the hover shows.
+    int64_t entryAt(const QPoint& plotPos) const;
+    int64_t lifetimeAt(const QPoint& plotPos) const;
+    QString describeAt(const QPoint& plotPos) const;
+    QString describeLifetime(int64_t lifetime) const;
+
+private:
+    void buildToolbar(QWidget* bar);
+    void setupPlot();
+    void rebuild();
+    void updateEmptyState();
+    void updateProcessLine();
+    void updateLegend();
+    void ensureLayout();
+    void applyLayout();
+    void scheduleReplot();
+    void showEntry(int64_t entry);
+    int plotWidth() const;
+    double minimumSpan() const;
+
+    void onMousePress(QMouseEvent* event);
+    void onMouseMove(QMouseEvent* event);
+    void onMouseRelease(QMouseEvent* event);
+    void onWheel(QWheelEvent* event);
+    void showContextMenu(const QPoint& globalPos);
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+    QPointer<SnapshotDocument> m_doc;
+    QComboBox* m_xMode = nullptr;
+    QSpinBox* m_largestBox = nullptr;
+    QToolButton* m_zoomSelection = nullptr;
+    QLabel* m_legend = nullptr;
+    QStackedWidget* m_pages = nullptr;
+    QLabel* m_empty = nullptr;
+    QCustomPlot* m_plot = nullptr;
+    QCPGraph* m_reservedFill = nullptr;
+    QCPGraph* m_reservedLine = nullptr;
+    QCPGraph* m_liveLine = nullptr;
+    QCPGraph* m_processLine = nullptr;
+    std::vector<model::TimedBytes> m_processSeries;
+    std::vector<PlacedSample> m_processPlaced;
+    TimelineBandsItem* m_bands = nullptr;
+    TimelineOverlayItem* m_overlay = nullptr;
+    QSharedPointer<EntryAxisTicker> m_xTicker;
+
+    EntryAxis m_axis;
+    SeriesPyramid m_livePyramid;
+    SeriesPyramid m_reservedPyramid;
+    std::vector<uint32_t> m_chosen;
+    int m_largest = 15000;  // as PyTorch's viewer's default
+    TimelineLayout m_layout;
+    bool m_dirty = true;
+    double m_layoutX0 = 0, m_layoutX1 = 0;
+    int m_layoutWidth = -1;
+
+    enum class Drag { None, Pending, Select, Pan };
+    Drag m_drag = Drag::None;
+    QPoint m_pressPos;
+    double m_pressX = 0;
+    std::pair<double, double> m_pressRange;
+    int64_t m_hovered = -1;
+};
+
+} // namespace memlens::views
