@@ -3,7 +3,9 @@
 # Debian 12 on (compilers and cmake included).
 # Idempotent: does nothing, and needs no network, when everything is there; runs
 # apt-get update only when something must be installed; uses sudo only when not root.
-#   packaging/install-deps.sh            build + app + tests + fuzzing + capture
+#   packaging/install-deps.sh            build + app + tests + fuzzing + sanitizers + capture
+#   packaging/install-deps.sh --app      what building and opening the window needs (README's
+#                                        first command): no torch, no Xvfb, no clang
 #   packaging/install-deps.sh --minimal  build + command line + tests of model/ and cli/
 #                                        (configure with -DMEMLENS_BUILD_GUI=OFF)
 #   packaging/install-deps.sh --list     print the packages it would check, and exit
@@ -11,8 +13,8 @@ set -euo pipefail
 
 mode=${1:-full}
 case $mode in
-  full | --minimal | --list) ;;
-  *) echo "usage: $0 [--minimal | --list]" >&2; exit 2 ;;
+  full | --app | --minimal | --list) ;;
+  *) echo "usage: $0 [--app | --minimal | --list]" >&2; exit 2 ;;
 esac
 
 # Build tools and the model/command-line dependencies.
@@ -22,14 +24,19 @@ packages=(
   nlohmann-json3-dev libgtest-dev
   # session files (model/SessionWriter, SessionFile) are SQLite databases
   libsqlite3-dev
-  clang libclang-rt-14-dev
 )
 if [[ $mode != --minimal ]]; then
+  # the memlens window (views/, app/)
+  packages+=(qt6-base-dev libqcustomplot-dev libgraphviz-dev fonts-dejavu-core)
+fi
+if [[ $mode != --app ]]; then
+  # the fuzz, asan and tsan presets
+  packages+=(clang libclang-rt-14-dev)
+fi
+if [[ $mode == full || $mode == --list ]]; then
   packages+=(
-    # the memlens window (views/, app/)
-    qt6-base-dev libqcustomplot-dev libgraphviz-dev
     # widget tests and screenshots without a display
-    xvfb xauth fonts-dejavu-core
+    xvfb xauth
     # capture/: Python agent and LibTorch capture; Debian's python3 has torch
     python3-torch libtorch-dev
   )
