@@ -1,5 +1,7 @@
 #include "timeline/TimelineView.h"
 
+#include "common/PlaceholderPages.h"
+
 #include "timeline/ByteAxisTicker.h"
 #include "common/ByteText.h"
 #include "timeline/EntryAxisTicker.h"
@@ -13,7 +15,6 @@
 #include <QLabel>
 #include <QMenu>
 #include <QSpinBox>
-#include <QStackedWidget>
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -53,15 +54,12 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
     buildToolbar(bar);
     layout->addWidget(bar);
 
-    m_pages = new QStackedWidget(this);
-    m_empty = new QLabel(m_pages);
-    m_empty->setAlignment(Qt::AlignCenter);
-    m_empty->setWordWrap(true);
-    m_empty->setMargin(24);
-    m_empty->setStyleSheet(QStringLiteral("color: #666; font-size: 11pt;"));
+    m_pages = new PlaceholderPages(this);
+    m_pages->label()->setMargin(24);
+    m_pages->label()->setEnabled(true);
+    m_pages->label()->setStyleSheet(QStringLiteral("color: #666; font-size: 11pt;"));
     m_plot = new QCustomPlot(m_pages);
-    m_pages->addWidget(m_empty);
-    m_pages->addWidget(m_plot);
+    m_pages->setContent(m_plot);
     layout->addWidget(m_pages, 1);
     setupPlot();
     rebuild();
@@ -288,8 +286,8 @@ void TimelineView::updateEmptyState() {
                   "The block map still shows the memory at the moment of the snapshot.")
                    .arg(m_doc->device());
     }
-    m_empty->setText(text);
-    m_pages->setCurrentWidget(text.isEmpty() ? static_cast<QWidget*>(m_plot) : m_empty);
+    if (text.isEmpty()) m_pages->showContent();
+    else m_pages->showPlaceholder(text);
 }
 
 void TimelineView::setTimeAxis(bool time) {

@@ -26,7 +26,6 @@ class QCustomPlot;
 class QLabel;
 class QMouseEvent;
 class QSpinBox;
-class QStackedWidget;
 class QToolButton;
 class QWheelEvent;
 
@@ -34,6 +33,7 @@ namespace memlens::views {
 
 class ByteAxisTicker;
 class EntryAxisTicker;
+class PlaceholderPages;
 class SnapshotDocument;
 class TimelineBandsItem;
 class TimelineOverlayItem;
@@ -107,8 +107,7 @@ private:
     QSpinBox* m_largestBox = nullptr;
     QToolButton* m_zoomSelection = nullptr;
     QLabel* m_legend = nullptr;
-    QStackedWidget* m_pages = nullptr;
-    QLabel* m_empty = nullptr;
+    PlaceholderPages* m_pages = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPGraph* m_reservedFill = nullptr;
     QCPGraph* m_reservedLine = nullptr;
