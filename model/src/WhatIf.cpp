@@ -121,7 +121,14 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     }
 
     // ---- series ----
-    for (int64_t e : sampleEntries(n, seriesPoints)) {
+    // sampled at the entries that end one of the program's calls (an alloc, a free, an
+    // empty_cache), where the recording and the simulation can be compared
+    std::vector<int64_t> ends;
+    ends.reserve(w.ops.size());
+    for (const WorkloadOp& op : w.ops)
+        if (ends.empty() || op.position > ends.back()) ends.push_back(op.position);
+    for (int64_t k : sampleEntries(static_cast<int64_t>(ends.size()), seriesPoints)) {
+        const int64_t e = ends[static_cast<size_t>(k)];
         rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[e])),
                               static_cast<uint64_t>(std::max<int64_t>(0, tl.liveBytes[e]))});
         // the last op at or before entry e
