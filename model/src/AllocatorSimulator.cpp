@@ -40,10 +40,23 @@ void AllocatorSimulator::dropBlock(int32_t b) { freeSlots_.push_back(b); }
 void AllocatorSimulator::insertFree(int32_t b) {
     Pool& p = poolOf(blocks_[b]);
     blocks_[b].gcBase = p.gcCalls;
-    p.blocks.insert(key(b));
+    if (spareNodes_.empty()) {
+        p.blocks.insert(key(b));
+        return;
+    }
+    auto node = std::move(spareNodes_.back());
+    spareNodes_.pop_back();
+    node.value() = key(b);
+    p.blocks.insert(std::move(node));
 }
 
-void AllocatorSimulator::eraseFree(int32_t b) { poolOf(blocks_[b]).blocks.erase(key(b)); }
+void AllocatorSimulator::eraseFree(Pool& p, std::set<FreeKey>::iterator it) { spareNodes_.push_back(p.blocks.extract(it)); }
+
+void AllocatorSimulator::eraseFree(int32_t b) {
+    Pool& p = poolOf(blocks_[b]);
+    auto it = p.blocks.find(key(b));
+    if (it != p.blocks.end()) eraseFree(p, it);
+}
 
 void AllocatorSimulator::emit(Action a, uint64_t addr, uint64_t size, uint64_t stream) {
     events_.push_back(SimEvent{a, op_, addr, size, stream});
@@ -201,7 +214,7 @@ int32_t AllocatorSimulator::getFreeBlock(Pool& p, uint64_t size, uint64_t stream
     if (size < m && bs >= m) return -1;
     if (size >= m && bs >= size + settings_.maxNonSplitRounding) return -1;
     int32_t b = it->idx;
-    p.blocks.erase(it);
+    eraseFree(p, it);
     return b;
 }
 
@@ -254,7 +267,7 @@ bool AllocatorSimulator::tryMerge(int32_t dst, int32_t src) {
     Blk& d = blocks_[dst];
     if (s.allocated || s.mapped != d.mapped) return false;
     Pool& p = poolOf(s);
-    if (s.mapped) p.blocks.erase(key(src)); else p.unmapped.erase(akey(src));
+    if (s.mapped) eraseFree(src); else p.unmapped.erase(akey(src));
     if (d.prev == src) {
         d.ptr = s.ptr;
         d.prev = s.prev;
@@ -313,7 +326,7 @@ int32_t AllocatorSimulator::tryAllocateExpandable(Pool& p, uint64_t size, uint64
         if (!mapBlock(n, std::min(size - blocks_[c].size, blocks_[n].size))) return -1;
         c = n;
     }
-    p.blocks.erase(key(c));
+    eraseFree(c);
     return c;
 }
 
@@ -323,7 +336,7 @@ void AllocatorSimulator::releaseBlock(int32_t b) {
     reserved_ -= k.size;
     --segments_;
     addresses_.release(k.ptr);
-    poolOf(k).blocks.erase(key(b));
+    eraseFree(b);
     dropBlock(b);
 }
 
@@ -336,7 +349,7 @@ void AllocatorSimulator::unmapBlock(int32_t b) {
     uint64_t uptr = r.base + first * r.page;
     uint64_t usize = (last - first) * r.page;
     Pool& p = poolOf(*k);
-    p.blocks.erase(key(b));
+    eraseFree(b);
     uint64_t before = uptr - k->ptr;
     uint64_t after = k->size - before - usize;
     if (before > 0) {

@@ -34,6 +34,7 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
         sim.addReservation(s.address, sim.reservationSize(s.small), s.stream, s.small, mapped);
     }
 
+    sim.reserveEvents(w.ops.size() + w.ops.size() / 8 + 64);
     r.initialReserved = sim.reservedBytes();
     r.initialRequested = sim.requestedBytes();
     if (options.series) {
@@ -65,7 +66,7 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
             r.requestedAfter.push_back(sim.requestedBytes());
         }
     }
-    r.events = sim.events();
+    r.events = sim.takeEvents();
     r.ooms = sim.ooms();
     r.peak = sim.peak();
     r.peakAllocated = sim.peakAllocated();

@@ -169,6 +169,8 @@ def main():
         ok_replay = rp['entries_per_s'] >= 5e6
         print(f'{"replay (simulator, device 0)":{w}} {rp["replay_s"]:10.3f} s, '
               f'{rp["entries_per_s"] / 1e6:.2f} M entries/s   goal >= 5 M   {verdict(ok_replay)}')
+        print(f'{"replay, CPU time":{w}} {rp["replay_cpu_s"]:10.3f} s, '
+              f'{rp["entries_per_cpu_s"] / 1e6:.2f} M entries/s of CPU time')
         print(f'{"replay time / load time (same run)":{w}} {rp["replay_to_load"]:10.3f}    '
               f'(load {rp["load_s"]:.3f} s, replay input {rp["workload_s"]:.3f} s); '
               f'{"reproduces the recording" if rp["exact"] else "DIFFERS from the recording"}')

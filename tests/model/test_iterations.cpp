@@ -32,7 +32,9 @@ TEST(Iterations, TheExampleHasThirtyIterationsInTraceOrder) {
     for (size_t i = 0; i < its.size(); ++i) {
         EXPECT_EQ(its[i].number, static_cast<int64_t>(i));
         EXPECT_LE(its[i].firstEntry, its[i].lastEntry);
-        if (i) EXPECT_GT(its[i].firstEntry, its[i - 1].lastEntry);
+        if (i) {
+            EXPECT_GT(its[i].firstEntry, its[i - 1].lastEntry);
+        }
         // every entry inside lies within the annotation's times
         EXPECT_EQ(iterationOf(its, its[i].firstEntry), static_cast<int64_t>(i));
         EXPECT_EQ(iterationOf(its, its[i].lastEntry), static_cast<int64_t>(i));

@@ -118,6 +118,8 @@ public:
     uint64_t allocRetries() const { return retries_; }
 
     const std::vector<SimEvent>& events() const { return events_; }
+    std::vector<SimEvent> takeEvents() { return std::move(events_); }
+    void reserveEvents(size_t n) { events_.reserve(n); }
     const std::vector<SimOom>& ooms() const { return ooms_; }
 
     // Every block, for tests and reports: segments (each cudaMalloc'ed segment or mapped run) in
@@ -173,6 +175,7 @@ private:
     AddrKey akey(int32_t b) const { return {blocks_[b].stream, blocks_[b].ptr, b}; }
     void insertFree(int32_t b);
     void eraseFree(int32_t b);
+    void eraseFree(Pool& p, std::set<FreeKey>::iterator it);  // keeps the set's node for reuse
     void emit(Action a, uint64_t addr, uint64_t size, uint64_t stream);
     bool deviceAllows(uint64_t bytes) const;
 
@@ -198,6 +201,7 @@ private:
     std::vector<int32_t> byId_;
     std::vector<Reservation> reservations_;
     Pool small_, large_;
+    std::vector<std::set<FreeKey>::node_type> spareNodes_;  // free-set nodes, reused: no allocation per split or merge
     std::vector<SimEvent> events_;
     std::vector<SimOom> ooms_;
     uint64_t reserved_ = 0, allocated_ = 0, requested_ = 0, segments_ = 0, retries_ = 0;
