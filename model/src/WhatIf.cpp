@@ -74,16 +74,41 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     }
 
     // ---- the device ----
+    // Without a given capacity the recording bounds it: an oom entry says how much was free
+    // (capacity = reserved then + device_free); a malloc whose cudaMalloc failed and succeeded after
+    // the cache was flushed says the capacity is below reserved-before-the-flush + the segment.
     SimulatorSettings settings = settingsIn;
+    Workload w = buildWorkload(snapshot, device, settings);
     if (settings.capacity) {
         res.capacitySource = "given";
-    } else if (rec.firstOom) {
-        int64_t i = rec.firstOom->entry;
-        settings.capacity = static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[i])) + rec.firstOom->deviceFree;
-        res.capacitySource = "inferred from the recorded oom at entry " + std::to_string(i) +
-                             " (reserved then + the device's free memory)";
     } else {
-        res.capacitySource = "unlimited";
+        uint64_t cap = 0;
+        for (const WorkloadOp& op : w.ops) {
+            if (op.kind != WorkloadOp::Kind::Malloc || op.refusal == DeviceRefusal::None) continue;
+            const int64_t p = op.position;
+            uint64_t bound = 0;
+            std::string why;
+            if (op.refusal == DeviceRefusal::Always) {
+                bound = static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[p])) + op.deviceFree;
+                why = "the recorded oom at entry " + std::to_string(p) + " (reserved then + the device's free memory)";
+            } else {
+                int64_t k = p - 1;  // back over the retry's segment_alloc / segment_map, then the flush
+                uint64_t segment = 0;
+                while (k >= 0 && (t.action[k] == Action::SegmentAlloc || t.action[k] == Action::SegmentMap)) segment = t.size[k--];
+                while (k >= 0 && (t.action[k] == Action::SegmentFree || t.action[k] == Action::SegmentUnmap)) --k;
+                const int64_t before = k >= 0 ? tl.reservedBytes[k] : tl.reservedBefore;
+                if (!segment) continue;
+                bound = static_cast<uint64_t>(std::max<int64_t>(0, before)) + segment - 1;
+                why = "the recorded out-of-memory retry at entry " + std::to_string(p) + " (reserved before the flush + "
+                      "the segment that did not fit, less one byte)";
+            }
+            if (bound && (!cap || bound < cap)) {
+                cap = bound;
+                res.capacitySource = "inferred from " + why;
+            }
+        }
+        if (cap) settings.capacity = cap;
+        else res.capacitySource = "unlimited";
     }
     if (settings.fractionSet() && !settings.capacity)
         throw std::invalid_argument("a memory fraction needs the device's capacity (--capacity BYTES): "
@@ -91,7 +116,6 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     res.settings = settings;
 
     // ---- the simulation ----
-    Workload w = buildWorkload(snapshot, device, settings);
     res.edits = applyEdits(w, snapshot, edits);
     res.estimated = res.edits.estimated;
     ReplayOptions opt;
@@ -99,10 +123,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     ReplayResult r = replay(w, settings, opt);
     Outcome& sim = res.simulation;
     sim.peakReserved = r.peak.reserved;
-    sim.peakReservedEntry = r.peak.reserved && r.peak.op < w.ops.size() && !w.ops.empty() &&
-                                    r.peak.reserved != r.initialReserved
-                                ? w.ops[r.peak.op].position
-                                : -1;
+    sim.peakReservedEntry = r.peak.op < w.ops.size() ? w.ops[r.peak.op].position : -1;
     sim.peakAllocated = r.peakAllocated;
     sim.peakLive = r.peakRequested;
     sim.freeAtPeak = r.peak.freeBytes;

@@ -168,7 +168,7 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             }
             WorkloadOp op;
             op.kind = WorkloadOp::Kind::EmptyCache;
-            op.position = i;
+            op.position = j - 1;  // the call ends with its last release
             ++w.emptyCacheCalls;
             push(op);
             break;

@@ -16,6 +16,7 @@ known analytically.
    - a leak (a frame that keeps one allocation per iteration): --free-stack frees them at the end
      of their iteration and the peak falls to what one iteration needs; --drop-above; --scale
      (marked estimated).
+   And `whatif` with nothing changed gives the recording's peaks, first oom and series.
 3. Errors: unknown keys, bad values: one stderr line, exit 1; --fix is not an option (exit 2).
 
 usage: test_simulator.py --cli PATH --snapshots DIR --source-dir DIR [--python PY]
@@ -117,6 +118,20 @@ def check_fidelity(cli, path, report, label=None, known=None):
                 fd = j["first_difference"] or {}
                 report.check(fd.get("entry") == entry, f"{label} device {dev}: json first difference "
                                                        f"{fd.get('entry')}, the csv's {entry}")
+        # what-if with nothing changed: the simulation's figures are the recording's (the capacity,
+        # when the recording ran out of memory, inferred from it)
+        if first is None and not known:
+            rw = run([cli, "whatif", path, "--device", str(dev), "--json"], timeout=300)
+            if report.check(rw.rc == 0, f"{label} device {dev}: whatif --json: {rw.describe()}"):
+                j = json.loads(rw.out)
+                rec_o, sim_o = j["recording"], j["simulation"]
+                for k in ("peak_reserved", "peak_reserved_entry", "peak_live", "series"):
+                    report.check(rec_o[k] == sim_o[k], f"{label} device {dev}: unchanged what-if: {k} recorded "
+                                                       f"{short(rec_o[k], 120)}, simulated {short(sim_o[k], 120)}")
+                ro, so = rec_o["first_oom"], sim_o["first_oom"]
+                report.check((ro or {}).get("entry") == (so or {}).get("entry") and
+                             (ro or {}).get("size") == (so or {}).get("size"),
+                             f"{label} device {dev}: unchanged what-if: first oom recorded {ro}, simulated {so}")
         at = allocs if first is None else None
         out[dev] = (len(rec), first, entry, at)
     return out

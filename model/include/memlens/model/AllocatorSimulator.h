@@ -21,6 +21,8 @@
 
 namespace memlens::model {
 
+constexpr uint32_t kBeforeFirstOp = 0xffffffffu;  // SimEvent::op / PeakState::op of the initial state
+
 struct SimEvent {
     Action action = Action::Alloc;
     uint32_t op = 0;  // the input (see setPosition) that caused it
@@ -57,7 +59,7 @@ struct InitialBlock {
 };
 
 struct PeakState {
-    uint32_t op = 0;
+    uint32_t op = kBeforeFirstOp;
     uint64_t reserved = 0;
     uint64_t allocated = 0;
     uint64_t requested = 0;
@@ -207,7 +209,7 @@ private:
     uint64_t reserved_ = 0, allocated_ = 0, requested_ = 0, segments_ = 0, retries_ = 0;
     uint64_t peakAllocated_ = 0, peakRequested_ = 0;
     PeakState peak_;
-    uint32_t op_ = 0;
+    uint32_t op_ = kBeforeFirstOp;
     int64_t position_ = 0;
     DeviceRefusal refusal_ = DeviceRefusal::None;
     bool flushed_ = false;
