@@ -15,5 +15,8 @@ int sessionCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
 // GraphsCommand.cpp
 int graphsCommand(const std::vector<std::string>& args);
+// SimulatorCommands.cpp
+int replayCommand(const std::vector<std::string>& args);
+int whatifCommand(const std::vector<std::string>& args);
 
 } // namespace memlens::cli

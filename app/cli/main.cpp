@@ -20,6 +20,16 @@ const char* kUsage =
     "  state FILE --device D --at INDEX [--json]\n"
     "                                           segments and blocks right after entry INDEX\n"
     "                                           (-1: before the first entry)\n"
+    "  replay FILE --device D [--csv|--json]     the trace replayed through a model of the caching\n"
+    "                                           allocator with the snapshot's settings: the simulated\n"
+    "                                           events (csv), or how far they match the recording (json)\n"
+    "  whatif FILE --device D [--json] [--set KEY=VALUE ...] [--capacity BYTES|--fraction F]\n"
+    "         [--free-stack FRAME ...] [--drop-above BYTES] [--scale F]\n"
+    "                                           the recording against a simulation with other allocator\n"
+    "                                           settings (PYTORCH_CUDA_ALLOC_CONF keys), another device, or\n"
+    "                                           an edited workload: allocations under FRAME freed at the\n"
+    "                                           end of their iteration, those above BYTES dropped,\n"
+    "                                           forward/backward allocations scaled by F (estimated)\n"
     "  record [-o FILE] [OPTIONS] -- COMMAND...  run COMMAND and record its GPU memory into a session\n"
     "      --snapshot-every N                   allocator snapshot at every N-th iteration\n"
     "      --snapshot-iterations LIST           ... at these iterations (1-based), e.g. 1,5,10-20\n"
@@ -66,6 +76,8 @@ int main(int argc, char** argv) {
         if (command == "session") return memlens::cli::sessionCommand(args);
         if (command == "export") return memlens::cli::exportCommand(args);
         if (command == "graphs") return memlens::cli::graphsCommand(args);
+        if (command == "replay") return memlens::cli::replayCommand(args);
+        if (command == "whatif") return memlens::cli::whatifCommand(args);
         throw memlens::cli::UsageError("unknown command '" + command + "'");
     } catch (const memlens::cli::UsageError& e) {
         std::cerr << "memlens-cli: " << e.what() << "\n" << kUsage;

@@ -10,6 +10,9 @@
 3. Runs memlens-bench-load (readSnapshotFile in a forked child; time and peak RSS).
 4. Runs memlens-bench-rewind (StateHistory for device 0: build time and memory; stateAfter at
    1000 random entries: mean, p50, p99, max).
+4b. Runs memlens-bench-replay (the allocator simulator replays device 0 with the snapshot's
+   settings: trace entries per second, goal >= 5 M; its time against the load's; and whether it
+   reproduces the recording).
 5. Prints a table with speed-up = pickle time / memlens time (goal >= 10) and memory ratio =
    memlens peak RSS / file size (goal <= 1), pickle's ratio alongside.
 
@@ -84,6 +87,7 @@ def main():
     ap.add_argument('--file', help='benchmark this snapshot instead of a generated one')
     ap.add_argument('--load-bin')
     ap.add_argument('--rewind-bin')
+    ap.add_argument('--replay-bin')
     ap.add_argument('--smoke', action='store_true', help='small snapshot, one run, goals not checked')
     ap.add_argument('--enforce-goals', action='store_true')
     args = ap.parse_args()
@@ -93,6 +97,7 @@ def main():
     build_dir = os.path.abspath(args.build_dir)
     load_bin = find_bin(build_dir, 'memlens-bench-load', args.load_bin)
     rewind_bin = find_bin(build_dir, 'memlens-bench-rewind', args.rewind_bin)
+    replay_bin = find_bin(build_dir, 'memlens-bench-replay', args.replay_bin)
     if not load_bin:
         sys.exit(f'memlens-bench-load not found under {build_dir}; build it first '
                  f'(cmake --build {args.build_dir} --target memlens-bench-load)')
@@ -123,6 +128,14 @@ def main():
     else:
         print('memlens-bench-rewind not built; rewind benchmark skipped')
 
+    rp = None
+    if replay_bin:
+        out = run([replay_bin, path, '--repeat', str(args.repeat)], timeout=3600)
+        print(out, end='')
+        rp = result_fields(out)
+    else:
+        print('memlens-bench-replay not built; replay benchmark skipped')
+
     speedup = py_t / ml['load_s']
     ratio = ml['peak_rss_kb'] * 1024 / size
     py_ratio = py_rss * 1024 / size
@@ -151,9 +164,21 @@ def main():
         print(f'{"stateAfter, %d random entries (ms)" % int(rw["queries"]):{w}} mean {rw["mean_ms"]:.3f}  '
               f'p50 {rw["p50_ms"]:.3f}  p99 {rw["p99_ms"]:.3f}  max {rw["max_ms"]:.3f}   goal max < 10   '
               f'{verdict(ok_rewind)}')
+    ok_replay = True
+    if rp:
+        ok_replay = rp['entries_per_s'] >= 5e6
+        print(f'{"replay (simulator, device 0)":{w}} {rp["replay_s"]:10.3f} s, '
+              f'{rp["entries_per_s"] / 1e6:.2f} M entries/s   goal >= 5 M   {verdict(ok_replay)}')
+        print(f'{"replay, CPU time":{w}} {rp["replay_cpu_s"]:10.3f} s, '
+              f'{rp["entries_per_cpu_s"] / 1e6:.2f} M entries/s of CPU time')
+        print(f'{"replay time / load time (same run)":{w}} {rp["replay_to_load"]:10.3f}    '
+              f'(load {rp["load_s"]:.3f} s, replay input {rp["workload_s"]:.3f} s); '
+              f'{"reproduces the recording" if rp["exact"] else "DIFFERS from the recording"}')
+        if args.smoke and not rp['exact']:
+            return 1
     if args.smoke:
         return 0
-    if args.enforce_goals and not (ok_speed and ok_mem and ok_rewind):
+    if args.enforce_goals and not (ok_speed and ok_mem and ok_rewind and ok_replay):
         return 1
     return 0
 

@@ -301,8 +301,10 @@ class Allocator:
         return b
 
     def free_segments(self):
-        """Segments whose only block is free (what empty_cache would release), in address order."""
-        return [s for a, s in sorted(self.segments.items()) if s.used == 0]
+        """Segments whose only block is free (what empty_cache would release), in the order torch
+        releases them: the large pool, then the small one, each in its free set's (stream, size,
+        address) order (release_blocks)."""
+        return sorted((s for s in self.segments.values() if s.used == 0), key=lambda s: (s.small, s.size, s.addr))
 
     def drop_segment(self, seg):
         self._remove_free(seg.first)

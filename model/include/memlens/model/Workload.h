@@ -1,0 +1,71 @@
+#pragma once
+// What a program asked of the allocator on one device, taken from a snapshot's trace, as the
+// input of a replay (AllocatorSimulator): the allocator state before the trace's first entry
+// (the rewound state), then in trace order every malloc (the trace's alloc size is the size
+// asked; the simulator rounds it), every free (free_completed), every empty_cache (a burst of
+// segment_free / segment_unmap not caused by an out-of-memory retry) and every oom. The
+// recording's segment addresses go with it, for the simulator to reuse (AddressSpace).
+#include "memlens/model/AllocatorSimulator.h"
+#include "memlens/model/Snapshot.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memlens::model {
+
+struct WorkloadOp {
+    enum class Kind : uint8_t { Malloc, Free, EmptyCache };
+    Kind kind = Kind::Malloc;
+    DeviceRefusal refusal = DeviceRefusal::None;  // Malloc: what the recording's device answered
+    uint32_t id = 0;                               // Malloc, Free: the allocation
+    uint64_t size = 0;                             // Malloc: size asked
+    uint64_t stream = 0;
+    uint64_t deviceFree = 0;                       // Malloc ending in a recorded oom: its device_free
+    int64_t position = 0;                          // the trace entry it comes from
+    int64_t firstEntry = 0;                        // first trace entry it accounts for
+};
+
+struct WorkloadAllocation {
+    int64_t allocEntry = -1;  // its alloc entry; -1: allocated before the trace
+    int64_t freeEntry = -1;   // its free_completed entry; -1: never freed in the trace
+    uint64_t size = 0;        // size asked
+    uint64_t address = 0;     // recorded address
+    uint64_t stream = 0;
+    StackId stack = 0;
+    bool oom = false;         // the malloc of a recorded oom (never got memory)
+};
+
+struct InitialSegment {
+    uint64_t address = 0, size = 0, stream = 0;
+    bool small = false, expandable = false;
+    std::vector<InitialBlock> blocks;  // in address order, covering the segment
+};
+
+struct Workload {
+    int device = 0;
+    int64_t traceEntries = 0;
+    std::vector<InitialSegment> initial;
+    std::vector<WorkloadOp> ops;                 // in trace order
+    std::vector<WorkloadAllocation> allocations;  // by id
+    std::vector<std::pair<uint64_t, uint64_t>> recordedSegments;  // segment_alloc: size, address
+    struct Map {
+        uint64_t stream, address;
+        int64_t position;
+    };
+    std::vector<Map> recordedMaps;               // segment_map, in trace order
+    uint64_t unmatchedFrees = 0;                 // free_completed of no known allocation
+    uint64_t estimatedInitialBlocks = 0;         // initial blocks whose size was rebuilt from a free
+    uint64_t emptyCacheCalls = 0;
+    uint64_t oomRetries = 0;                     // segment_free bursts of a malloc whose retry succeeded
+    uint64_t recordedOoms = 0;
+    uint64_t streams = 0;
+
+    // A fresh address space holding the recording's addresses.
+    AddressSpace addressSpace() const;
+};
+
+// settings: used to rebuild the size of blocks freed during the trace but allocated before it.
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings);
+
+} // namespace memlens::model

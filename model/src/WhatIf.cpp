@@ -1,0 +1,169 @@
+#include "memlens/model/WhatIf.h"
+
+#include "memlens/model/AllocatorState.h"
+#include "memlens/model/Timeline.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace memlens::model {
+
+namespace {
+
+std::vector<int64_t> sampleEntries(int64_t n, size_t points) {
+    std::vector<int64_t> out;
+    if (n <= 0 || points == 0) return out;
+    if (static_cast<size_t>(n) <= points) {
+        for (int64_t i = 0; i < n; ++i) out.push_back(i);
+        return out;
+    }
+    for (size_t k = 0; k < points; ++k)
+        out.push_back(static_cast<int64_t>(static_cast<double>(k) * static_cast<double>(n - 1) /
+                                           static_cast<double>(points - 1)));
+    return out;
+}
+
+} // namespace
+
+WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSettings& settingsIn,
+                    const WorkloadEdits& edits, size_t seriesPoints) {
+    WhatIfResult res;
+    const DeviceData* dd = snapshot.device(device);
+    static const DeviceData kEmpty;
+    if (!dd) dd = &kEmpty;
+    const TraceColumns& t = dd->trace;
+    const auto n = static_cast<int64_t>(t.rows());
+
+    // ---- the recording ----
+    DeviceTimeline tl = computeTimeline(*dd);
+    StateHistory history(snapshot, device);
+    Outcome& rec = res.recording;
+    {
+        int64_t best = -1;
+        int64_t peak = tl.reservedBefore;
+        int64_t liveThere = tl.liveBefore;
+        // the peak of reserved bytes; among the entries at that peak, the one with the most live bytes
+        for (int64_t i = 0; i < n; ++i)
+            if (tl.reservedBytes[i] > peak || (tl.reservedBytes[i] == peak && tl.liveBytes[i] > liveThere)) {
+                peak = tl.reservedBytes[i];
+                liveThere = tl.liveBytes[i];
+                best = i;
+            }
+        rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, peak));
+        rec.peakReservedEntry = best;
+        DeviceState st = history.stateAfter(best);
+        rec.freeAtPeak = st.freeBytes;
+        rec.largestFreeAtPeak = st.largestFreeBlock;
+        rec.fragmentationAtPeak = st.fragmentation();
+        rec.peakLive = static_cast<uint64_t>(std::max<int64_t>(0, std::max(tl.peakLive, tl.liveBefore)));
+        DeviceState atLive = history.stateAfter(n ? static_cast<int64_t>(tl.peakLiveIndex) : -1);
+        rec.peakAllocated = atLive.allocatedBytes;
+        for (int64_t i = 0; i < n; ++i) {
+            if (t.action[i] != Action::Oom) continue;
+            ++rec.ooms;
+            if (rec.firstOom) continue;
+            DeviceState o = history.stateAfter(i);
+            OomOutcome oo;
+            oo.entry = i;
+            oo.sizeAsked = t.size[i];
+            oo.largestFreeBlock = o.largestFreeBlock;
+            oo.totalFree = o.freeBytes;
+            oo.deviceFree = t.addr[i];
+            rec.firstOom = oo;
+        }
+    }
+
+    // ---- the device ----
+    // Without a given capacity the recording bounds it: an oom entry says how much was free
+    // (capacity = reserved then + device_free); a malloc whose cudaMalloc failed and succeeded after
+    // the cache was flushed says the capacity is below reserved-before-the-flush + the segment.
+    SimulatorSettings settings = settingsIn;
+    Workload w = buildWorkload(snapshot, device, settings);
+    if (settings.capacity) {
+        res.capacitySource = "given";
+    } else {
+        uint64_t cap = 0;
+        for (const WorkloadOp& op : w.ops) {
+            if (op.kind != WorkloadOp::Kind::Malloc || op.refusal == DeviceRefusal::None) continue;
+            const int64_t p = op.position;
+            uint64_t bound = 0;
+            std::string why;
+            if (op.refusal == DeviceRefusal::Always) {
+                bound = static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[p])) + op.deviceFree;
+                why = "the recorded oom at entry " + std::to_string(p) + " (reserved then + the device's free memory)";
+            } else {
+                int64_t k = p - 1;  // back over the retry's segment_alloc / segment_map, then the flush
+                uint64_t segment = 0;
+                while (k >= 0 && (t.action[k] == Action::SegmentAlloc || t.action[k] == Action::SegmentMap)) segment = t.size[k--];
+                while (k >= 0 && (t.action[k] == Action::SegmentFree || t.action[k] == Action::SegmentUnmap)) --k;
+                const int64_t before = k >= 0 ? tl.reservedBytes[k] : tl.reservedBefore;
+                if (!segment) continue;
+                bound = static_cast<uint64_t>(std::max<int64_t>(0, before)) + segment - 1;
+                why = "the recorded out-of-memory retry at entry " + std::to_string(p) + " (reserved before the flush + "
+                      "the segment that did not fit, less one byte)";
+            }
+            if (bound && (!cap || bound < cap)) {
+                cap = bound;
+                res.capacitySource = "inferred from " + why;
+            }
+        }
+        if (cap) settings.capacity = cap;
+        else res.capacitySource = "unlimited";
+    }
+    if (settings.fractionSet() && !settings.capacity)
+        throw std::invalid_argument("a memory fraction needs the device's capacity (--capacity BYTES): "
+                                    "the recording has no oom entry to infer it from");
+    res.settings = settings;
+
+    // ---- the simulation ----
+    res.edits = applyEdits(w, snapshot, edits);
+    res.estimated = res.edits.estimated;
+    ReplayOptions opt;
+    opt.recordedRefusals = false;
+    ReplayResult r = replay(w, settings, opt);
+    Outcome& sim = res.simulation;
+    sim.peakReserved = r.peak.reserved;
+    sim.peakReservedEntry = r.peak.op < w.ops.size() ? w.ops[r.peak.op].position : -1;
+    sim.peakAllocated = r.peakAllocated;
+    sim.peakLive = r.peakRequested;
+    sim.freeAtPeak = r.peak.freeBytes;
+    sim.largestFreeAtPeak = r.peak.largestFreeBlock;
+    sim.fragmentationAtPeak = r.peak.fragmentation();
+    sim.ooms = r.ooms.size();
+    if (!r.ooms.empty()) {
+        const SimOom& o = r.ooms.front();
+        OomOutcome oo;
+        oo.entry = w.ops[o.op].position;
+        oo.sizeAsked = o.sizeAsked;
+        oo.largestFreeBlock = o.largestFreeBlock;
+        oo.totalFree = o.freeBytes;
+        oo.deviceFree = o.deviceFree;
+        sim.firstOom = oo;
+    }
+
+    // ---- series ----
+    // sampled at the entries that end one of the program's calls (an alloc, a free, an
+    // empty_cache), where the recording and the simulation can be compared
+    std::vector<int64_t> ends;
+    ends.reserve(w.ops.size());
+    for (const WorkloadOp& op : w.ops)
+        if (ends.empty() || op.position > ends.back()) ends.push_back(op.position);
+    for (int64_t k : sampleEntries(static_cast<int64_t>(ends.size()), seriesPoints)) {
+        const int64_t e = ends[static_cast<size_t>(k)];
+        rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[e])),
+                              static_cast<uint64_t>(std::max<int64_t>(0, tl.liveBytes[e]))});
+        // the last op at or before entry e
+        auto it = std::upper_bound(w.ops.begin(), w.ops.end(), e,
+                                   [](int64_t v, const WorkloadOp& op) { return v < op.position; });
+        SeriesPoint p{e, r.initialReserved, r.initialRequested};
+        if (it != w.ops.begin()) {
+            auto k = static_cast<size_t>(std::prev(it) - w.ops.begin());
+            p.reserved = r.reservedAfter[k];
+            p.live = r.requestedAfter[k];
+        }
+        sim.series.push_back(p);
+    }
+    return res;
+}
+
+} // namespace memlens::model
