@@ -43,6 +43,7 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
     }
     for (size_t i = 0; i < w.ops.size(); ++i) {
         const WorkloadOp& op = w.ops[i];
+        if (op.position > options.stopAfterEntry) break;
         sim.setPosition(static_cast<uint32_t>(i), op.firstEntry);
         switch (op.kind) {
         case WorkloadOp::Kind::Malloc: {
@@ -66,6 +67,7 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
             r.requestedAfter.push_back(sim.requestedBytes());
         }
     }
+    if (options.keepSegments) r.segments = sim.segments();
     r.events = sim.takeEvents();
     r.ooms = sim.ooms();
     r.peak = sim.peak();

@@ -6,6 +6,7 @@
 #include "memlens/model/Workload.h"
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace memlens::model {
@@ -16,6 +17,10 @@ struct ReplayOptions {
     bool recordedRefusals = true;
     // keep the reserved / requested bytes after every op (for series)
     bool series = true;
+    // stop before the first op of a later trace entry (the state right after that entry)
+    int64_t stopAfterEntry = std::numeric_limits<int64_t>::max();
+    // keep the simulator's segments and blocks as they are at the end (ReplayResult::segments)
+    bool keepSegments = false;
 };
 
 struct ReplayResult {
@@ -34,6 +39,7 @@ struct ReplayResult {
     uint64_t segmentAddressesRecorded = 0; // new segments / reservations at a recorded address
     uint64_t segmentAddressesInvented = 0;
     uint64_t unknownFrees = 0;             // frees of allocations the simulation never made
+    std::vector<AllocatorSimulator::SegmentView> segments;  // with ReplayOptions::keepSegments
 };
 
 ReplayResult replay(const Workload& workload, const SimulatorSettings& settings, const ReplayOptions& options = {});
