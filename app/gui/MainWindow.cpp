@@ -12,11 +12,13 @@
 #include "SessionPanel.h"
 #include "StartPage.h"
 
+#include "blockmap/BlockMapView.h"
 #include "breakdown/BreakdownView.h"
 #include "common/ByteText.h"
 #include "document/SnapshotDocument.h"
 #include "document/SnapshotLoader.h"
 #include "timeline/TimelineView.h"
+#include "whatif/WhatIfView.h"
 
 #include <QAction>
 #include <QApplication>
@@ -43,7 +45,7 @@
 namespace memlens::gui {
 
 namespace {
-constexpr int kLayoutVersion = 1;
+constexpr int kLayoutVersion = 2;  // 2: the What-if dock
 const QString kGeometryKey = QStringLiteral("window/geometry");
 const QString kStateKey = QStringLiteral("window/state");
 
@@ -221,6 +223,7 @@ void MainWindow::createDocks() {
         m_viewMenu->addAction(d.dock->toggleViewAction());
         m_docks.append(d);
     }
+    connectWhatIf();
     m_sessionDock = new QDockWidget(tr("Session"), this);
     m_sessionDock->setObjectName(QStringLiteral("sessionDock"));
     m_sessionPanel = new SessionPanel(m_sessionDock);
@@ -233,6 +236,15 @@ void MainWindow::createDocks() {
         if (m_docksShown) restoreState(m_defaultState, kLayoutVersion);
         else m_hiddenDocksState = m_defaultState;
     });
+}
+
+// What-if draws its simulated curves on the timeline and its simulated state in the block map.
+void MainWindow::connectWhatIf() {
+    auto* whatIf = qobject_cast<views::WhatIfView*>(dock(QStringLiteral("whatif"))->widget());
+    auto* timeline = qobject_cast<views::TimelineView*>(dock(QStringLiteral("timeline"))->widget());
+    auto* blocks = qobject_cast<views::BlockMapView*>(dock(QStringLiteral("blocks"))->widget());
+    connect(whatIf, &views::WhatIfView::simulatedSeriesChanged, timeline, &views::TimelineView::setSimulatedSeries);
+    connect(whatIf, &views::WhatIfView::simulatedStateChanged, blocks, &views::BlockMapView::setSimulatedState);
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -258,6 +270,7 @@ void MainWindow::arrangeDefaultLayout() {
     splitDockWidget(blocks, stack, Qt::Horizontal);
     tabifyDockWidget(events, sites);
     tabifyDockWidget(blocks, breakdown);
+    tabifyDockWidget(blocks, dock(QStringLiteral("whatif")));
     // retained graphs (sessions with graph scans): the list beside the entries, the graph beside the stack
     tabifyDockWidget(events, dock(QStringLiteral("graphs")));
     tabifyDockWidget(stack, dock(QStringLiteral("graph")));

@@ -85,6 +85,7 @@ private:
     void createActions();
     void createToolBar();
     void createDocks();
+    void connectWhatIf();
     void arrangeDefaultLayout();
     void restoreLayout();
     void saveLayout() const;

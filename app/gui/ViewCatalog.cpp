@@ -11,6 +11,7 @@
 #include "document/SnapshotDocument.h"
 #include "stack/StackView.h"
 #include "timeline/TimelineView.h"
+#include "whatif/WhatIfView.h"
 
 namespace memlens::gui {
 
@@ -45,6 +46,7 @@ QList<ViewInfo> viewCatalog() {
         {QStringLiteral("sites"), QObject::tr("Allocation sites"), QStringLiteral("sitesDock")},
         {QStringLiteral("graphs"), QObject::tr("Retained graphs"), QStringLiteral("retainedGraphsDock")},
         {QStringLiteral("graph"), QObject::tr("Graph"), QStringLiteral("graphDock")},
+        {QStringLiteral("whatif"), QObject::tr("What-if"), QStringLiteral("whatIfDock")},
     };
 }
 
@@ -63,6 +65,7 @@ ViewHandle createView(const QString& name, QWidget* parent) {
     if (name == QLatin1String("sites")) return make<views::AllocationSitesView>(parent);
     if (name == QLatin1String("graphs")) return makeGraphView<views::RetainedGraphsView>(parent);
     if (name == QLatin1String("graph")) return makeGraphView<views::GraphView>(parent);
+    if (name == QLatin1String("whatif")) return make<views::WhatIfView>(parent);
     return {};
 }
 

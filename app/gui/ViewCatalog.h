@@ -14,7 +14,7 @@ class SnapshotDocument;
 namespace memlens::gui {
 
 struct ViewInfo {
-    QString name;        // "timeline", "blocks", "events", "stack", "breakdown", "sites", "graphs", "graph"
+    QString name;        // "timeline", "blocks", "events", "stack", "breakdown", "sites", "graphs", "graph", "whatif"
     QString title;       // "Timeline", "Block map", ...
     QString objectName;  // of its dock, for saveState
 };

@@ -15,7 +15,8 @@
 namespace {
 
 const QStringList kViews = {QStringLiteral("timeline"), QStringLiteral("blocks"), QStringLiteral("events"),
-                            QStringLiteral("stack"), QStringLiteral("breakdown"), QStringLiteral("sites")};
+                            QStringLiteral("stack"), QStringLiteral("breakdown"), QStringLiteral("sites"),
+                            QStringLiteral("whatif")};
 
 QString snapshotsDir() { return QStringLiteral(MEMLENS_SNAPSHOTS_DIR); }
 

@@ -158,21 +158,34 @@ void BlockMapView::refresh() {
         showPlaceholder(tr("No snapshot open.\nThe block map shows every segment of the allocator and its blocks."));
         return;
     }
-    const model::DeviceState& st = m_doc->currentState();
+    const bool simulated = isShowingSimulated();
+    const model::DeviceState& st = simulated ? *m_simulated : m_doc->currentState();
     if (st.segments.empty()) {
-        showPlaceholder(tr("Nothing reserved on device %1 %2.").arg(m_doc->device()).arg(entryName(*m_doc, m_doc->currentEvent())));
+        showPlaceholder((simulated ? tr("Nothing reserved in the simulation (%1) %2.").arg(m_simulatedLabel)
+                                   : tr("Nothing reserved on device %1 %2.").arg(m_doc->device()))
+                            .arg(entryName(*m_doc, m_doc->currentEvent())));
         return;
     }
     m_pages->showContent();
-    m_canvas->setMarkedAddresses(m_doc->markedOnDevice());
-    m_canvas->setState(std::make_shared<model::DeviceState>(st), m_doc->loaded().snapshot);
+    m_canvas->setMarkedAddresses(simulated ? std::vector<uint64_t>{} : m_doc->markedOnDevice());
+    m_canvas->setState(simulated ? m_simulated : std::make_shared<model::DeviceState>(st), m_doc->loaded().snapshot);
     updateVerdict();
     updateTotals();
 }
 
+void BlockMapView::setSimulatedState(std::shared_ptr<const model::DeviceState> state, const QString& label) {
+    m_simulated = std::move(state);
+    m_simulatedLabel = label;
+    refresh();
+}
+
+bool BlockMapView::isShowingSimulated() const {
+    return m_doc && m_simulated && m_simulated->device == m_doc->device() && m_simulated->at == m_doc->currentEvent();
+}
+
 void BlockMapView::updateVerdict() {
     m_verdictValue.reset();
-    if (m_doc) m_verdictValue = model::oomVerdictAt(m_doc->deviceData(), m_doc->history(), m_doc->currentEvent());
+    if (m_doc && !isShowingSimulated()) m_verdictValue = model::oomVerdictAt(m_doc->deviceData(), m_doc->history(), m_doc->currentEvent());
     if (!m_verdictValue) {
         m_verdict->hide();
         return;
@@ -202,6 +215,8 @@ void BlockMapView::updateTotals() {
                        .arg(QString::number(st.fragmentation() * 100.0, 'f', 0))
                        .arg(st.segments.size());
     if (st.pendingFreeBytes) text += QStringLiteral(" \u00b7 pending free %1").arg(b(st.pendingFreeBytes));
+    if (isShowingSimulated())
+        text = tr("<span style='color:#9467bd'><b>Simulated</b></span> (%1): ").arg(m_simulatedLabel.toHtmlEscaped()) + text;
     text += markedSentence(st);
     const double bpp = m_canvas->layout().bytesPerPixel();
     m_scale->setText(QStringLiteral("1 px \u2248 %1").arg(formatBytes(static_cast<uint64_t>(std::max(1.0, bpp)))));

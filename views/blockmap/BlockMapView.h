@@ -8,6 +8,7 @@
 #include <QPointer>
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,12 @@ public:
     bool isShowingPlaceholder() const;
     BlockMapCanvas* canvas() const { return m_canvas; }
 
+    // A state to draw instead of the document's while it is the state after the current entry
+    // (a what-if simulation's, model::simulatedStateAfter), with a line saying what it is;
+    // nullptr: the document's own.
+    void setSimulatedState(std::shared_ptr<const model::DeviceState> state, const QString& label);
+    bool isShowingSimulated() const;
+
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
@@ -60,6 +67,8 @@ private:
     std::vector<int64_t> m_ooms;  // oom entries of the current device
     std::optional<model::OomVerdict> m_verdictValue;
     bool m_selecting = false;
+    std::shared_ptr<const model::DeviceState> m_simulated;
+    QString m_simulatedLabel;
 };
 
 } // namespace memlens::views

@@ -38,6 +38,7 @@ const QColor kLiveColor(0x1f, 0x23, 0x2b);
 const QColor kReservedLine(0x4f, 0x7c, 0xb3);
 const QColor kReservedFill(0xe3, 0xeb, 0xf5);
 const QColor kProcessColor(0xd6, 0x27, 0x28);  // nvidia-smi, as in the session's process plot
+const QColor kSimulatedColor(0x94, 0x67, 0xbd);  // a what-if simulation's reserved and live bytes
 
 QString hexAddress(uint64_t a) { return QStringLiteral("0x") + QString::number(a, 16); }
 QString entryNumber(int64_t i) { return QLocale::system().toString(static_cast<qlonglong>(i)); }
@@ -149,7 +150,13 @@ void TimelineView::setupPlot() {
     m_processLine = m_plot->addGraph();
     m_processLine->setPen(QPen(kProcessColor, 1));
     m_processLine->setLineStyle(QCPGraph::lsStepLeft);
-    for (QCPGraph* g : {m_reservedFill, m_reservedLine, m_liveLine, m_processLine}) {
+    m_simReservedLine = m_plot->addGraph();
+    m_simReservedLine->setPen(QPen(kSimulatedColor, 1, Qt::DashLine));
+    m_simReservedLine->setLineStyle(QCPGraph::lsStepLeft);
+    m_simLiveLine = m_plot->addGraph();
+    m_simLiveLine->setPen(QPen(kSimulatedColor, 1, Qt::DotLine));
+    m_simLiveLine->setLineStyle(QCPGraph::lsStepLeft);
+    for (QCPGraph* g : {m_reservedFill, m_reservedLine, m_liveLine, m_processLine, m_simReservedLine, m_simLiveLine}) {
         g->setAdaptiveSampling(false);
         g->setSelectable(QCP::stNone);
     }
@@ -178,7 +185,38 @@ void TimelineView::updateLegend() {
                  TimelineBandsItem::otherColor().name());
     if (!m_processPlaced.empty())
         text += tr(" &nbsp; <span style='color:%1'>&#9644;</span> nvidia-smi (NVML)").arg(kProcessColor.name());
+    if (!m_simulatedSeries.empty())
+        text += tr(" &nbsp; <span style='color:%1'>- -</span> simulated reserved <span style='color:%1'>&middot;&middot;&middot;</span> "
+                   "simulated live")
+                    .arg(kSimulatedColor.name());
     m_legend->setText(text);
+}
+
+void TimelineView::setSimulatedSeries(std::vector<model::SeriesPoint> series) {
+    m_simulatedSeries = std::move(series);
+    updateSimulatedLines();
+    m_dirty = true;
+    scheduleReplot();
+}
+
+void TimelineView::updateSimulatedLines() {
+    QVector<QCPGraphData> reserved, live;
+    reserved.reserve(static_cast<qsizetype>(m_simulatedSeries.size() + 1));
+    live.reserve(reserved.capacity());
+    for (const model::SeriesPoint& p : m_simulatedSeries) {
+        if (p.entry < 0 || p.entry >= m_axis.count()) continue;
+        const double x = m_axis.x(p.entry);
+        reserved.append(QCPGraphData(x, static_cast<double>(p.reserved)));
+        live.append(QCPGraphData(x, static_cast<double>(p.live)));
+    }
+    // the last point holds to the end of the trace, like the recorded curves
+    if (!reserved.isEmpty() && reserved.back().key < m_axis.endX()) {
+        reserved.append(QCPGraphData(m_axis.endX(), reserved.back().value));
+        live.append(QCPGraphData(m_axis.endX(), live.back().value));
+    }
+    m_simReservedLine->data()->set(reserved, true);
+    m_simLiveLine->data()->set(live, true);
+    updateLegend();
 }
 
 void TimelineView::setProcessSeries(std::vector<model::TimedBytes> series) {
@@ -269,6 +307,7 @@ void TimelineView::rebuild() {
     m_plot->axisRect()->setMargins(
         QMargins(kMarginLeft, kMarginTop + m_overlay->lanesHeight(), kMarginRight, kMarginBottom));
     updateProcessLine();
+    updateSimulatedLines();
     updateEmptyState();
     fit();
 }
@@ -303,6 +342,7 @@ void TimelineView::setTimeAxis(bool time) {
     m_plot->xAxis->setLabel(time ? tr("Time since the first entry") : tr("Trace entry"));
     m_xMode->setCurrentIndex(time ? 1 : 0);
     updateProcessLine();
+    updateSimulatedLines();
     if (full) {
         fit();
     } else {
@@ -416,7 +456,11 @@ void TimelineView::applyLayout() {
     m_reservedFill->data()->set(reserved, true);
     m_bands->setLayout(&m_layout, m_doc ? &m_doc->lifetimes() : nullptr);
     const double process = maxInForce(m_processPlaced, m_layoutX0, m_layoutX1);
-    const double top = std::max({static_cast<double>(m_layout.maxBytes()), process, 1024.0}) * 1.08;
+    double simulated = 0;  // the simulated reserved line stays in view too
+    for (const model::SeriesPoint& p : m_simulatedSeries)
+        if (p.entry >= 0 && p.entry < m_axis.count() && m_axis.x(p.entry) >= m_layoutX0 && m_axis.x(p.entry) <= m_layoutX1)
+            simulated = std::max(simulated, static_cast<double>(p.reserved));
+    const double top = std::max({static_cast<double>(m_layout.maxBytes()), process, simulated, 1024.0}) * 1.08;
     m_plot->yAxis->setRange(0, top);
 }
 

@@ -8,6 +8,7 @@
 // the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans;
 // a right click offers zoom to the selection, back and clear.
 #include "memlens/model/ProcessSeries.h"
+#include "memlens/model/WhatIf.h"
 #include "core/EntryAxis.h"
 #include "core/ProcessSamplesPlacement.h"
 #include "core/SeriesPyramid.h"
@@ -69,6 +70,12 @@ public:
     // The samples as drawn (x in the current axis); empty when none fall in the trace's span.
     const std::vector<PlacedSample>& processSamples() const { return m_processPlaced; }
 
+    // A what-if simulation's reserved and live bytes after some trace entries (model::whatIf's
+    // series), drawn as dashed and dotted step lines over the recorded curves. Empty: not drawn.
+    void setSimulatedSeries(std::vector<model::SeriesPoint> series);
+    const std::vector<model::SeriesPoint>& simulatedSeries() const { return m_simulatedSeries; }
+    QCPGraph* simulatedReservedGraph() const { return m_simReservedLine; }
+
     // Binning and replot now, painted when it returns (tests and the benchmark use it).
     void redraw();
     const TimelineLayout& layout() const { return m_layout; }
@@ -87,6 +94,7 @@ private:
     void rebuild();
     void updateEmptyState();
     void updateProcessLine();
+    void updateSimulatedLines();
     void updateLegend();
     void ensureLayout();
     void applyLayout();
@@ -113,6 +121,9 @@ private:
     QCPGraph* m_reservedLine = nullptr;
     QCPGraph* m_liveLine = nullptr;
     QCPGraph* m_processLine = nullptr;
+    QCPGraph* m_simReservedLine = nullptr;
+    QCPGraph* m_simLiveLine = nullptr;
+    std::vector<model::SeriesPoint> m_simulatedSeries;
     std::vector<model::TimedBytes> m_processSeries;
     std::vector<PlacedSample> m_processPlaced;
     TimelineBandsItem* m_bands = nullptr;
