@@ -13,13 +13,6 @@ namespace memlens::gui {
 
 namespace {
 
-const QString kName = QStringLiteral("graphScans");
-
-// The scans of a session, with its iterations (for growth per phase).
-std::shared_ptr<const model::GraphScans> scansOf(const SessionState& s) {
-    return std::make_shared<const model::GraphScans>(model::GraphScans::fromStored(s.file().graphScans(), s.file().iterations()));
-}
-
 // The block map outlines the blocks of the selected graph's CUDA storages.
 void markSelectedGraph(views::SnapshotDocument* doc, const views::GraphScansDocument* g) {
     views::SnapshotDocument::MarkedAddresses marked;
@@ -34,12 +27,12 @@ void markSelectedGraph(views::SnapshotDocument* doc, const views::GraphScansDocu
 } // namespace
 
 views::GraphScansDocument* graphScansFor(views::SnapshotDocument* doc) {
-    if (!doc) return nullptr;
-    if (auto* existing = doc->findChild<views::GraphScansDocument*>(kName, Qt::FindDirectChildrenOnly)) return existing;
-    const SessionState* session = SessionState::of(doc);
+    SessionState* session = SessionState::of(doc);
     if (!session) return nullptr;  // a plain snapshot
-    auto* g = new views::GraphScansDocument(scansOf(*session), doc->path(), doc);
-    g->setObjectName(kName);
+    if (auto* existing = session->graphScansDocument()) return existing;
+    // parsed off the GUI thread by the loader (and by each poll of a live session)
+    auto* g = new views::GraphScansDocument(session->graphScans(), doc->path(), doc);
+    session->setGraphScansDocument(g);
     for (auto signal : {&views::GraphScansDocument::graphSelected, &views::GraphScansDocument::currentScanChanged})
         QObject::connect(g, signal, doc, [doc, g] { markSelectedGraph(doc, g); });
     if (session->iteration() > 0) g->setCurrentIteration(session->iteration());
@@ -53,10 +46,11 @@ bool hasGraphScans(views::SnapshotDocument* doc) {
 }
 
 void syncGraphScans(views::SnapshotDocument* doc) {
-    views::GraphScansDocument* g = doc ? doc->findChild<views::GraphScansDocument*>(kName, Qt::FindDirectChildrenOnly) : nullptr;
     const SessionState* session = SessionState::of(doc);
-    if (!g || !session) return;
-    if (session->file().graphScans().size() != static_cast<size_t>(g->scanCount())) g->setScans(scansOf(*session));
+    views::GraphScansDocument* g = session ? session->graphScansDocument() : nullptr;
+    if (!g) return;
+    // a poll parsed new scans (off the GUI thread, only the new ones)
+    if (g->sharedScans() != session->graphScans()) g->setScans(session->graphScans());
     if (session->iteration() > 0) g->setCurrentIteration(session->iteration());
 }
 
@@ -66,8 +60,9 @@ void showGraphDocks(QDockWidget* graphs, QDockWidget* graph, views::SnapshotDocu
     graphs->setVisible(show);
     graph->setVisible(show);
     // in front the first time a session with retained graphs is shown
-    if (show && !doc->property("memlensGraphDocksRaised").toBool()) {
-        doc->setProperty("memlensGraphDocksRaised", true);
+    SessionState* session = SessionState::of(doc);
+    if (show && session && !session->graphDocksRaised()) {
+        session->setGraphDocksRaised();
         const auto* g = graphScansFor(doc);
         const auto* last = g ? g->currentScanData() : nullptr;
         if (last && !last->graphs.empty()) {

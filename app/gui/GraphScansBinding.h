@@ -11,13 +11,14 @@ class SnapshotDocument;
 
 namespace memlens::gui {
 
-// The scans of DOC's session (its SessionState), taken on first use; nullptr for a plain
-// snapshot. A session without scans gives a document with none (the views say why).
+// The scans of DOC's session (its SessionState, which parsed them off the GUI thread), as a
+// document made on first use; nullptr for a plain snapshot. A session without scans gives a
+// document with none (the views say why).
 views::GraphScansDocument* graphScansFor(views::SnapshotDocument* doc);
 // Whether DOC's session has at least one graph scan.
 bool hasGraphScans(views::SnapshotDocument* doc);
-// After the window polled the session or selected an iteration: takes in new scans and shows the
-// scan at or before the selected iteration.
+// After the window polled the session or selected an iteration: takes in the scans the poll
+// parsed and shows the scan at or before the selected iteration.
 void syncGraphScans(views::SnapshotDocument* doc);
 // Shows the two docks while DOC's session has graph scans, hides them otherwise; raises them when
 // a session with retained graphs becomes current. docksShown: false while the start page covers

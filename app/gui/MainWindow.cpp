@@ -33,6 +33,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabBar>
@@ -411,7 +412,9 @@ void MainWindow::loadSessionSnapshot(views::SnapshotDocument* doc, int64_t snaps
     m_loader->cancel();
     m_generation = 0;
     m_progress->start(doc->fileName(), 0);
-    m_sessionGeneration = m_sessions->load(doc->path(), snapshotId, iteration);
+    // the graph scans the document has are not parsed again
+    const SessionState* session = SessionState::of(doc);
+    m_sessionGeneration = m_sessions->load(doc->path(), snapshotId, iteration, session ? session->graphScans() : nullptr);
 }
 
 void MainWindow::addDocument(views::SnapshotDocument* doc) {
@@ -519,22 +522,32 @@ void MainWindow::pollSession() {
         m_poll->stop();
         return;
     }
+    // the SQLite reads (and parsing new graph scans) run off the GUI thread; a session still
+    // being polled is not polled again
+    QPointer<views::SnapshotDocument> polled(doc);
+    session->poll(
+        [this, polled](const SessionState::Polled& p) {
+            if (polled) sessionPolled(polled, p);
+        },
+        [this, polled](const QString& message) {
+            if (!polled || polled != currentDocument()) return;
+            m_poll->stop();
+            m_banner->showError(message);
+        });
+}
+
+void MainWindow::sessionPolled(views::SnapshotDocument* doc, const SessionState::Polled& p) {
+    SessionState* session = SessionState::of(doc);
+    if (!session) return;
     // following the end (the last iteration selected, or none yet): the newest iteration and
     // snapshot are shown as they come
+    const bool following = p.atEnd;
+    const model::SessionFile::Update& u = p.update;
     const auto& its = session->file().iterations();
-    const int64_t lastBefore = its.empty() ? 0 : its.back().index;
-    const bool following = session->iteration() == 0 || session->iteration() == lastBefore;
-    model::SessionFile::Update u;
-    try {
-        u = session->file().poll();
-    } catch (const std::exception& e) {
-        m_poll->stop();
-        m_banner->showError(doc->path() + QStringLiteral(": ") + QString::fromUtf8(e.what()));
-        return;
-    }
+    const bool moved = following && u.iterations > 0;
+    if (moved) session->setIteration(its.back().index);
+    if (doc != currentDocument()) return;  // the rows are in; the tab shows them when current
     if (u.any()) {
-        const bool moved = following && u.iterations > 0;
-        if (moved) session->setIteration(its.back().index);
         m_sessionPanel->refresh();
         if (u.samples > 0) updateTimelineProcessSeries();
         if (u.graphScans > 0 || moved) syncSessionGraphs(doc);

@@ -2,6 +2,7 @@
 // The memlens window: open files (menu, command line, drag and drop, recent files, the example),
 // loaded off the GUI thread with progress and Cancel; one tab per file; the views as docks that
 // follow the current tab; a device selector; stepping through the trace by keyboard.
+#include "SessionLoader.h"
 #include "ViewCatalog.h"
 
 #include <QMainWindow>
@@ -104,7 +105,10 @@ private:
     void onSessionLoaded(quint64 generation, std::shared_ptr<SessionLoadResult> result);
     void acceptDocument(views::SnapshotDocument* doc);
     void stepIteration(int delta);
+    // Live following: polls the current session (off the GUI thread); sessionPolled() takes the
+    // outcome on the GUI thread.
     void pollSession();
+    void sessionPolled(views::SnapshotDocument* doc, const SessionState::Polled& polled);
     void updateSession();
     // What nvidia-smi showed (the session's NVML samples for the document's device) on the timeline.
     void updateTimelineProcessSeries();

@@ -89,7 +89,7 @@ SessionFile::SessionFile(const std::string& path) : path_(path) {
             throw SessionError("session schema version " + std::to_string(version) +
                                " is not supported (this memlens reads version " +
                                std::to_string(kSessionSchemaVersion) + ")");
-        readAll();
+        apply(readAll());
     } catch (...) {
         sqlite3_close(db_);
         db_ = nullptr;
@@ -130,41 +130,54 @@ SessionFile& SessionFile::operator=(SessionFile&& o) noexcept {
     return *this;
 }
 
-void SessionFile::readAll() {
+SessionFile::Rows SessionFile::readAll() const {
+    Rows r;
+    r.changed = true;
+    r.lastIteration = lastIteration_;
+    r.lastSnapshot = lastSnapshot_;
+    r.lastSample = lastSample_;
+    r.lastMarker = lastMarker_;
+    r.lastScan = lastScan_;
+    r.finished = finished_;
+    r.writer = writer_;
+    r.writerHost = writerHost_;
+    r.writerPid = writerPid_;
+    r.writerStartTicks = writerStartTicks_;
+    r.heartbeatUs = heartbeatUs_;
     // One read transaction: every table as of the same commit.
     Stmt(db_, "BEGIN", "reading the session").run();
     struct End {
         sqlite3* db;
         ~End() { sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr); }
     } end{db_};
-    dataVersion_ = pragmaInt(db_, "PRAGMA data_version", "the file header");
-    readMeta();
-    readProcess();
+    r.dataVersion = pragmaInt(db_, "PRAGMA data_version", "the file header");
+    readMeta(r);
+    readProcess(r);
     {
         Stmt s(db_, "SELECT id, idx, phase, start_us, end_us FROM iterations WHERE id > ? ORDER BY id",
                "table 'iterations'");
-        s.bind(1, lastIteration_);
+        s.bind(1, r.lastIteration);
         while (s.step()) {
-            lastIteration_ = s.i64(0);
-            iterations_.push_back({s.i64(1), s.text(2), s.i64(3), s.i64(4)});
+            r.lastIteration = s.i64(0);
+            r.iterations.push_back({s.i64(1), s.text(2), s.i64(3), s.i64(4)});
         }
     }
     {
         Stmt s(db_,
                "SELECT id, iteration, trigger, time_us, bytes, crc32, info FROM snapshots WHERE id > ? ORDER BY id",
                "table 'snapshots'");
-        s.bind(1, lastSnapshot_);
+        s.bind(1, r.lastSnapshot);
         while (s.step()) {
-            lastSnapshot_ = s.i64(0);
-            SessionSnapshot r;
-            r.id = s.i64(0);
-            r.iteration = s.i64(1);
-            r.trigger = s.text(2);
-            r.timeUs = s.i64(3);
-            r.bytes = static_cast<uint64_t>(s.i64(4));
-            r.crc32 = static_cast<uint32_t>(s.i64(5));
-            r.infoJson = s.null(6) ? "{}" : s.text(6);
-            snapshots_.push_back(std::move(r));
+            r.lastSnapshot = s.i64(0);
+            SessionSnapshot snap;
+            snap.id = s.i64(0);
+            snap.iteration = s.i64(1);
+            snap.trigger = s.text(2);
+            snap.timeUs = s.i64(3);
+            snap.bytes = static_cast<uint64_t>(s.i64(4));
+            snap.crc32 = static_cast<uint32_t>(s.i64(5));
+            snap.infoJson = s.null(6) ? "{}" : s.text(6);
+            r.snapshots.push_back(std::move(snap));
         }
     }
     {
@@ -172,9 +185,9 @@ void SessionFile::readAll() {
                "SELECT id, time_us, device, source, process_used, device_used, device_total, reserved, allocated "
                "FROM samples WHERE id > ? ORDER BY id",
                "table 'samples'");
-        s.bind(1, lastSample_);
+        s.bind(1, r.lastSample);
         while (s.step()) {
-            lastSample_ = s.i64(0);
+            r.lastSample = s.i64(0);
             DeviceSample d;
             d.timeUs = s.i64(1);
             d.device = static_cast<int>(s.i64(2));
@@ -184,31 +197,32 @@ void SessionFile::readAll() {
             d.deviceTotal = s.opt(6);
             d.reserved = s.opt(7);
             d.allocated = s.opt(8);
-            samples_.push_back(std::move(d));
+            r.samples.push_back(std::move(d));
         }
     }
     {
         Stmt s(db_, "SELECT id, time_us, iteration, name, data FROM markers WHERE id > ? ORDER BY id",
                "table 'markers'");
-        s.bind(1, lastMarker_);
+        s.bind(1, r.lastMarker);
         while (s.step()) {
-            lastMarker_ = s.i64(0);
-            markers_.push_back({s.i64(1), s.i64(2), s.text(3), s.null(4) ? "{}" : s.text(4)});
+            r.lastMarker = s.i64(0);
+            r.markers.push_back({s.i64(1), s.i64(2), s.text(3), s.null(4) ? "{}" : s.text(4)});
         }
     }
     {
         Stmt s(db_,
                "SELECT id, iteration, phase, time_us, partial, scan FROM graph_scans WHERE id > ? ORDER BY id",
                "table 'graph_scans'");
-        s.bind(1, lastScan_);
+        s.bind(1, r.lastScan);
         while (s.step()) {
-            lastScan_ = s.i64(0);
-            graphScans_.push_back({s.i64(0), s.i64(1), s.text(2), s.i64(3), s.i64(4) != 0, s.text(5)});
+            r.lastScan = s.i64(0);
+            r.graphScans.push_back({s.i64(0), s.i64(1), s.text(2), s.i64(3), s.i64(4) != 0, s.text(5)});
         }
     }
+    return r;
 }
 
-void SessionFile::readMeta() {
+void SessionFile::readMeta(Rows& r) const {
     Stmt s(db_, "SELECT key, value FROM meta", "table 'meta'");
     bool sawFormat = false;
     while (s.step()) {
@@ -221,17 +235,17 @@ void SessionFile::readMeta() {
             }
         };
         if (k == "format") sawFormat = v == "memlens-session";
-        else if (k == "writer") writer_ = v;
-        else if (k == "writer_host") writerHost_ = v;
-        else if (k == "writer_pid") writerPid_ = num();
-        else if (k == "writer_start_ticks") writerStartTicks_ = static_cast<uint64_t>(num());
-        else if (k == "heartbeat_us") heartbeatUs_ = num();
-        else if (k == "finished") finished_ = v == "1";
+        else if (k == "writer") r.writer = v;
+        else if (k == "writer_host") r.writerHost = v;
+        else if (k == "writer_pid") r.writerPid = num();
+        else if (k == "writer_start_ticks") r.writerStartTicks = static_cast<uint64_t>(num());
+        else if (k == "heartbeat_us") r.heartbeatUs = num();
+        else if (k == "finished") r.finished = v == "1";
     }
     if (!sawFormat) throw SessionError("damaged session: table 'meta' lacks the format record");
 }
 
-void SessionFile::readProcess() {
+void SessionFile::readProcess(Rows& r) const {
     Stmt s(db_,
            "SELECT pid, host, command, cwd, python, torch, cuda, devices, allocator_snapshots, snapshots_note, "
            "started_us, ended_us, exit_code, exit_signal, info FROM process WHERE id = 1",
@@ -253,30 +267,57 @@ void SessionFile::readProcess() {
     if (!s.null(12)) p.exitCode = static_cast<int>(s.i64(12));
     if (!s.null(13)) p.exitSignal = static_cast<int>(s.i64(13));
     p.infoJson = s.null(14) ? "{}" : s.text(14);
-    process_ = std::move(p);
+    r.process = std::move(p);
+    r.hasProcess = true;
 }
 
-SessionFile::Update SessionFile::poll() {
+SessionFile::Update SessionFile::poll() { return apply(fetch()); }
+
+SessionFile::Rows SessionFile::fetch() const {
     if (pragmaInt(db_, "PRAGMA data_version", "the file header") == dataVersion_) return {};
-    size_t it = iterations_.size(), sn = snapshots_.size(), sa = samples_.size(), ma = markers_.size(),
-           gs = graphScans_.size();
-    SessionProcess before = process_;
-    bool wasFinished = finished_;
-    readAll();
+    return readAll();
+}
+
+SessionFile::Update SessionFile::apply(Rows r) {
+    if (!r.changed) return {};
     Update u;
-    u.iterations = iterations_.size() - it;
-    u.snapshots = snapshots_.size() - sn;
-    u.samples = samples_.size() - sa;
-    u.markers = markers_.size() - ma;
-    u.graphScans = graphScans_.size() - gs;
-    const SessionProcess& a = before;
-    const SessionProcess& b = process_;
-    u.process = a.pid != b.pid || a.command != b.command || a.torch != b.torch || a.cuda != b.cuda ||
-                a.python != b.python || a.devicesJson != b.devicesJson ||
-                a.allocatorSnapshots != b.allocatorSnapshots || a.snapshotsNote != b.snapshotsNote ||
-                a.endedUs != b.endedUs || a.exitCode != b.exitCode || a.infoJson != b.infoJson ||
-                a.startedUs != b.startedUs || a.host != b.host;
-    u.finished = finished_ != wasFinished;
+    u.iterations = r.iterations.size();
+    u.snapshots = r.snapshots.size();
+    u.samples = r.samples.size();
+    u.markers = r.markers.size();
+    u.graphScans = r.graphScans.size();
+    auto append = [](auto& to, auto& from) {
+        if (to.empty()) to = std::move(from);
+        else to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    append(iterations_, r.iterations);
+    append(snapshots_, r.snapshots);
+    append(samples_, r.samples);
+    append(markers_, r.markers);
+    append(graphScans_, r.graphScans);
+    dataVersion_ = r.dataVersion;
+    lastIteration_ = r.lastIteration;
+    lastSnapshot_ = r.lastSnapshot;
+    lastSample_ = r.lastSample;
+    lastMarker_ = r.lastMarker;
+    lastScan_ = r.lastScan;
+    if (r.hasProcess) {
+        const SessionProcess& a = process_;
+        const SessionProcess& b = r.process;
+        u.process = a.pid != b.pid || a.command != b.command || a.torch != b.torch || a.cuda != b.cuda ||
+                    a.python != b.python || a.devicesJson != b.devicesJson ||
+                    a.allocatorSnapshots != b.allocatorSnapshots || a.snapshotsNote != b.snapshotsNote ||
+                    a.endedUs != b.endedUs || a.exitCode != b.exitCode || a.infoJson != b.infoJson ||
+                    a.startedUs != b.startedUs || a.host != b.host;
+        process_ = std::move(r.process);
+    }
+    u.finished = finished_ != r.finished;
+    finished_ = r.finished;
+    writer_ = std::move(r.writer);
+    writerHost_ = std::move(r.writerHost);
+    writerPid_ = r.writerPid;
+    writerStartTicks_ = r.writerStartTicks;
+    heartbeatUs_ = r.heartbeatUs;
     return u;
 }
 

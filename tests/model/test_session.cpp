@@ -226,6 +226,48 @@ TEST(Session, ReadableWhileWritingAndFollowedByPoll) {
     EXPECT_FALSE(f.live());
 }
 
+// poll() in two halves (the window fetches on a worker, applies on the GUI thread): fetch()
+// changes nothing the accessors show; apply() takes the rows in, as poll() would have.
+TEST(Session, FetchOffTheReadingThreadThenApply) {
+    TempDir d;
+    std::string path = d.file("halves.memlens");
+    SessionWriter w(path, "test");
+    w.setProcess(someProcess());
+    w.addIteration({1, "train", 10, 20});
+    SessionFile f(path);
+    EXPECT_FALSE(f.fetch().changed);  // nothing new
+    w.addIteration({2, "train", 20, 30});
+    w.addSnapshot({0, 2, trigger::kRequest, 25, 0, 0, "{}"}, "pickle-bytes");
+    w.addGraphScan({0, 2, "train", 26, false, "{}"});
+    SessionFile::Rows rows = f.fetch();
+    EXPECT_TRUE(rows.changed);
+    EXPECT_EQ(rows.iterations.size(), 1u);
+    // not applied yet: the file shows what it showed
+    EXPECT_EQ(f.iterations().size(), 1u);
+    EXPECT_TRUE(f.snapshots().empty());
+    EXPECT_TRUE(f.graphScans().empty());
+    auto u = f.apply(std::move(rows));
+    EXPECT_EQ(u.iterations, 1u);
+    EXPECT_EQ(u.snapshots, 1u);
+    EXPECT_EQ(u.graphScans, 1u);
+    ASSERT_EQ(f.iterations().size(), 2u);
+    EXPECT_EQ(f.iterations()[1].index, 2);
+    EXPECT_EQ(f.readSnapshot(f.snapshots()[0].id), "pickle-bytes");
+    EXPECT_FALSE(f.poll().any());
+    w.addIteration({3, "eval", 30, 40});
+    w.finish(sessionNowUs());
+    u = f.apply(f.fetch());
+    EXPECT_EQ(u.iterations, 1u);
+    EXPECT_TRUE(u.finished);
+    // the same rows as a file opened now
+    SessionFile fresh(path);
+    ASSERT_EQ(fresh.iterations().size(), f.iterations().size());
+    for (size_t i = 0; i < f.iterations().size(); ++i) EXPECT_EQ(fresh.iterations()[i].index, f.iterations()[i].index);
+    EXPECT_EQ(fresh.snapshots().size(), f.snapshots().size());
+    EXPECT_EQ(fresh.graphScans().size(), f.graphScans().size());
+    EXPECT_EQ(fresh.finished(), f.finished());
+}
+
 TEST(Session, WriterKilledKeepsCommittedRecords) {
     TempDir d;
     std::string path = d.file("killed.memlens");

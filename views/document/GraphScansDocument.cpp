@@ -1,9 +1,42 @@
 #include "document/GraphScansDocument.h"
 
+#include "memlens/model/ParseError.h"
 
 #include <algorithm>
 
 namespace memlens::views {
+
+std::shared_ptr<const model::GraphScans> graphScansOf(const std::vector<model::GraphScan>& stored,
+                                                      const std::vector<model::GraphScan>& more,
+                                                      std::vector<model::SessionIteration> iterations,
+                                                      const std::shared_ptr<const model::GraphScans>& previous,
+                                                      const std::atomic<bool>* cancel) {
+    // how many of the first stored rows PREVIOUS parsed: all of its scans, by row id (its scans
+    // are sorted by iteration, the rows by id)
+    size_t covered = 0;
+    if (previous && !previous->empty() && previous->scans().size() <= stored.size()) {
+        std::vector<int64_t> ids;
+        ids.reserve(previous->scans().size());
+        for (const auto& s : previous->scans()) ids.push_back(s.id);
+        std::sort(ids.begin(), ids.end());
+        bool same = true;
+        for (size_t i = 0; i < ids.size() && same; ++i) same = ids[i] != 0 && ids[i] == stored[i].id;
+        if (same) covered = ids.size();
+    }
+    std::vector<model::GraphScanData> scans;
+    scans.reserve(stored.size() + more.size());
+    // the parsed ones in their (stable) sorted order: sorting again with the new ones after them
+    // gives the order sorting all rows in row order gives
+    if (covered > 0) scans = previous->scans();
+    auto parse = [&](const model::GraphScan& row) {
+        if (cancel && cancel->load()) throw model::Cancelled();
+        scans.push_back(model::parseGraphScan(row));
+    };
+    for (size_t i = covered; i < stored.size(); ++i) parse(stored[i]);
+    for (const auto& row : more) parse(row);
+    if (cancel && cancel->load()) throw model::Cancelled();
+    return std::make_shared<const model::GraphScans>(std::move(scans), std::move(iterations));
+}
 
 GraphScansDocument::GraphScansDocument(std::shared_ptr<const model::GraphScans> scans, QString path, QObject* parent)
     : QObject(parent), m_scans(scans ? std::move(scans) : std::make_shared<const model::GraphScans>()), m_path(std::move(path)) {

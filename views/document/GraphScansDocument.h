@@ -7,9 +7,22 @@
 #include <QObject>
 #include <QString>
 
+#include <atomic>
 #include <memory>
+#include <vector>
 
 namespace memlens::views {
+
+// The graph scans of a session's graph_scans rows STORED followed by MORE (a poll's new rows),
+// with the session's ITERATIONS, parsing only the rows PREVIOUS lacks: PREVIOUS (may be null) is
+// what an earlier read of the same session parsed; it is used when it holds exactly the first
+// rows of STORED. The result equals model::GraphScans::fromStored(STORED + MORE, ITERATIONS).
+// Plain work for a job thread; throws model::Cancelled once CANCEL is set.
+std::shared_ptr<const model::GraphScans> graphScansOf(const std::vector<model::GraphScan>& stored,
+                                                      const std::vector<model::GraphScan>& more,
+                                                      std::vector<model::SessionIteration> iterations,
+                                                      const std::shared_ptr<const model::GraphScans>& previous,
+                                                      const std::atomic<bool>* cancel = nullptr);
 
 class GraphScansDocument : public QObject {
     Q_OBJECT

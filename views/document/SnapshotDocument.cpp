@@ -6,6 +6,14 @@
 
 namespace memlens::views {
 
+DocumentSession::DocumentSession(SnapshotDocument* doc) : QObject(doc) {
+    if (doc) doc->m_session = this;
+}
+
+DocumentSession::~DocumentSession() {
+    if (auto* doc = qobject_cast<SnapshotDocument*>(parent()); doc && doc->m_session == this) doc->m_session = nullptr;
+}
+
 SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent)
     : QObject(parent), m_loaded(std::move(loaded)) {
     // open the device with the longest trace, as PyTorch's viewer does; else the first with segments

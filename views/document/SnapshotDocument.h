@@ -15,6 +15,17 @@
 
 namespace memlens::views {
 
+class SnapshotDocument;
+
+// What a document was opened from besides its snapshot (the window's session of a .memlens
+// file): a child of the document, which knows it by type (SnapshotDocument::session()).
+class DocumentSession : public QObject {
+    Q_OBJECT
+public:
+    explicit DocumentSession(SnapshotDocument* doc);
+    ~DocumentSession() override;
+};
+
 class SnapshotDocument : public QObject {
     Q_OBJECT
 public:
@@ -67,6 +78,9 @@ public:
     // The marked addresses on the shown device, ascending.
     std::vector<uint64_t> markedOnDevice() const;
 
+    // The session the document was opened from (null: a plain snapshot); the window's type.
+    DocumentSession* session() const { return m_session; }
+
 public slots:
     void setDevice(int device);
     void setCurrentEvent(int64_t index);
@@ -84,7 +98,9 @@ signals:
     void markedAddressesChanged();
 
 private:
+    friend class DocumentSession;
     std::shared_ptr<const LoadedSnapshot> m_loaded;
+    DocumentSession* m_session = nullptr;
     int m_device = 0;
     int64_t m_current = -1;
     QVector<std::pair<int64_t, int64_t>> m_selections;

@@ -1,6 +1,6 @@
 #include "document/SnapshotLoader.h"
 
-#include "document/BackgroundLoad.h"
+#include <QFileInfo>
 
 namespace memlens::views {
 
@@ -8,54 +8,21 @@ SnapshotLoader::SnapshotLoader(QObject* parent) : QObject(parent) {
     qRegisterMetaType<std::shared_ptr<const LoadedSnapshot>>();
 }
 
-SnapshotLoader::~SnapshotLoader() {
-    if (m_cancel) m_cancel->store(true);
-}
+SnapshotLoader::~SnapshotLoader() = default;
 
 quint64 SnapshotLoader::load(const QString& path) {
-    cancel();
-    const quint64 generation = ++m_generation;
-    m_running = generation;
-    m_runningPath = path;
-    m_cancel = std::make_shared<std::atomic<bool>>(false);
     using Result = std::shared_ptr<const LoadedSnapshot>;
-    BackgroundLoadHandlers<Result> handlers;
-    handlers.progress = [this, generation](const QString& phase, double fraction) {
-        if (m_running == generation) emit progressChanged(generation, phase, fraction);
-    };
-    handlers.done = [this, generation](Result result) {
-        if (m_running != generation) return;
-        finish(generation);
-        emit loaded(generation, result);
-    };
-    handlers.failed = [this, generation, path](const QString& message) {
-        if (m_running != generation) return;
-        finish(generation);
-        emit failed(generation, path, message);
-    };
-    runBackgroundLoad<Result>(
-        this, path, m_cancel,
-        [](const std::string& file, const model::LoadOptions& options) -> Result { return LoadedSnapshot::load(file, options); },
-        std::move(handlers));
-    return generation;
+    JobHandlers<Result> h;
+    h.progress = [this](quint64 g, const QString& phase, double fraction) { emit progressChanged(g, phase, fraction); };
+    h.done = [this](quint64 g, Result result) { emit loaded(g, std::move(result)); };
+    h.failed = [this, path](quint64 g, const QString& message) { emit failed(g, path, message); };
+    h.cancelled = [this, path](quint64 g) { emit cancelled(g, path); };
+    const std::string file = QFileInfo(path).filePath().toStdString();
+    return m_jobs.start<Result>(
+        [file](const JobControl& job) -> Result { return LoadedSnapshot::load(file, job.loadOptions()); }, std::move(h),
+        JobText{path});
 }
 
-void SnapshotLoader::cancel() {
-    if (m_cancel) m_cancel->store(true);
-    m_cancel.reset();
-    if (m_running != 0) {
-        const quint64 g = m_running;
-        const QString path = m_runningPath;
-        m_running = 0;
-        emit cancelled(g, path);
-    }
-}
-
-void SnapshotLoader::finish(quint64 generation) {
-    if (m_running == generation) {
-        m_running = 0;
-        m_cancel.reset();
-    }
-}
+void SnapshotLoader::cancel() { m_jobs.cancel(); }
 
 } // namespace memlens::views

@@ -1,12 +1,14 @@
 #pragma once
-// Loads snapshot files off the GUI thread, one at a time: a new load() cancels the running one.
-// Every load gets a generation id; results of a superseded load are dropped, never delivered.
+// Loads snapshot files off the GUI thread (a JobTracker job), one at a time: a new load() cancels
+// the running one. Every load gets a generation id; results of a superseded load are dropped,
+// never delivered, and freed off the GUI thread. Each load ends in exactly one of loaded(),
+// failed() or cancelled(); a loader destroyed while loading emits none of them.
 #include "core/LoadedSnapshot.h"
+#include "document/JobTracker.h"
 
 #include <QObject>
 #include <QString>
 
-#include <atomic>
 #include <memory>
 
 namespace memlens::views {
@@ -21,8 +23,10 @@ public:
     quint64 load(const QString& path);
     // Stops the running load, if any; it then reports cancelled().
     void cancel();
-    bool isLoading() const { return m_running != 0; }
-    quint64 generation() const { return m_generation; }
+    bool isLoading() const { return m_jobs.isRunning(); }
+    quint64 generation() const { return m_jobs.generation(); }
+    // For tests: processes events until the running load (and what it leaves to free) is done.
+    bool waitForIdle(int timeoutMs = 60000) const { return m_jobs.waitForIdle(timeoutMs); }
 
 signals:
     // phase: "reading", "rewinding"... as the reader names them; fraction in [0, 1]. Throttled.
@@ -33,12 +37,7 @@ signals:
     void cancelled(quint64 generation, const QString& path);
 
 private:
-    void finish(quint64 generation);
-
-    quint64 m_generation = 0;
-    quint64 m_running = 0;  // generation of the running load, 0 if none
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    QString m_runningPath;
+    JobTracker m_jobs{this};
 };
 
 } // namespace memlens::views

@@ -14,9 +14,6 @@
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-
-#include <atomic>
 
 namespace memlens::views {
 
@@ -131,15 +128,12 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     updateCount();
 }
 
-EventsView::~EventsView() {
-    if (m_cancel) m_cancel->store(true);
-}
+EventsView::~EventsView() = default;
 
 void EventsView::setDocument(SnapshotDocument* doc) {
     if (m_doc == doc) return;
     if (m_doc) disconnect(m_doc, nullptr, this, nullptr);
-    if (m_cancel) m_cancel->store(true);
-    m_running = 0;
+    m_jobs.cancel();
     m_doc = doc;
     m_model->setDocument(doc);
     if (doc) {
@@ -188,10 +182,8 @@ void EventsView::applyFilter() {
         const bool bad = !e->text().trimmed().isEmpty() && !parseBytes(e->text());
         e->setStyleSheet(bad ? QStringLiteral("QLineEdit { border: 1px solid #d62728; }") : QString());
     }
-    if (m_cancel) m_cancel->store(true);
-    m_cancel.reset();
-    const quint64 generation = ++m_generation;
-    m_running = 0;
+    m_jobs.cancel();
+    m_error.clear();
     const EventFilter filter = currentFilter();
     if (!m_doc) {
         install({}, false, filter);
@@ -203,33 +195,28 @@ void EventsView::applyFilter() {
         return;
     }
     const int64_t rows = std::min(filter.last, n - 1) - std::max<int64_t>(filter.first, 0) + 1;
-    if (rows <= kBackgroundRows) {
+    if (rows <= m_backgroundRows) {
         install(filter.apply(m_doc->snapshot(), m_doc->deviceData().trace), true, filter);
         return;
     }
-    // long trace: on a worker, which keeps the data alive and checks a cancel flag
-    m_running = generation;
-    updateCount();
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    m_cancel = cancel;
+    // long trace: a job, which keeps the data alive and stops when superseded
     auto loaded = m_doc->sharedLoaded();
     const int device = m_doc->device();
-    QPointer<EventsView> self(this);
-    (void)QtConcurrent::run([=]() {
-        const model::DeviceData* dev = loaded->snapshot->device(device);
-        if (!dev) return;
-        auto rowsFound = std::make_shared<std::vector<int64_t>>(filter.apply(*loaded->snapshot, dev->trace, cancel.get()));
-        if (cancel->load()) return;
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, generation, rowsFound, filter]() {
-                if (!self || self->m_generation != generation) return;  // superseded
-                self->m_running = 0;
-                self->m_cancel.reset();
-                self->install(std::move(*rowsFound), true, filter);
-            },
-            Qt::QueuedConnection);
-    });
+    using Rows = std::vector<int64_t>;
+    JobHandlers<Rows> h;
+    h.done = [this, filter](quint64, Rows found) { install(std::move(found), true, filter); };
+    h.failed = [this](quint64, const QString& message) { filterFailed(message); };
+    m_jobs.start<Rows>(
+        [loaded, device, filter](const JobControl& job) -> Rows {
+            const model::DeviceData* dev = loaded->snapshot->device(device);
+            // a device without data has no entries (as the document shows it: empty)
+            if (!dev) return {};
+            Rows found = filter.apply(*loaded->snapshot, dev->trace, job.cancelFlag());
+            job.throwIfCancelled();  // a cancelled filter returns what it found so far
+            return found;
+        },
+        std::move(h), JobText{{}, QStringLiteral("filter the entries")});
+    updateCount();
 }
 
 void EventsView::install(std::vector<int64_t> rows, bool list, const EventFilter& filter) {
@@ -242,12 +229,24 @@ void EventsView::install(std::vector<int64_t> rows, bool list, const EventFilter
     emit filterApplied();
 }
 
+void EventsView::filterFailed(const QString& message) {
+    const QSignalBlocker block(m_table->selectionModel());
+    m_model->setEntries({});
+    m_error = message;
+    updateCount();
+    emit filterApplied();
+}
+
 void EventsView::updateCount() {
     if (!m_doc) {
         m_count->setText(tr("no snapshot"));
         return;
     }
-    if (m_running) {
+    if (!m_error.isEmpty()) {
+        m_count->setText(tr("The filter failed: %1").arg(m_error));
+        return;
+    }
+    if (m_jobs.isRunning()) {
         m_count->setText(tr("filtering…"));
         return;
     }

@@ -4,6 +4,7 @@
 // traces runs off the GUI thread; a newer filter supersedes a running one. Selecting a row makes
 // its entry the current one; the current entry's row follows the document.
 #include "core/EventFilter.h"
+#include "document/JobTracker.h"
 
 #include <QPointer>
 #include <QWidget>
@@ -37,7 +38,11 @@ public:
     QTableView* table() const { return m_table; }
     // The filter the bar describes, with the document's selected range.
     EventFilter currentFilter() const;
-    bool isFiltering() const { return m_running != 0; }
+    bool isFiltering() const { return m_jobs.isRunning(); }
+    // For tests: processes events until the filter running on a worker is applied.
+    bool waitForFilter(int timeoutMs = 60000) const { return m_jobs.waitForIdle(timeoutMs); }
+    // Traces with more rows than this are filtered on a worker (kBackgroundRows; tests lower it).
+    void setBackgroundRows(int64_t rows) { m_backgroundRows = rows; }
 
     // The filter bar, for tests and callers: an index of actionChoices(), sizes as typed
     // ("1 MiB"; empty: no bound), and the search text. Each applies the filter at once.
@@ -56,6 +61,8 @@ protected:
 private:
     void applyFilter();
     void install(std::vector<int64_t> rows, bool list, const EventFilter& filter);
+    // A filter on a worker failed: no rows, and the one-line error in the count.
+    void filterFailed(const QString& message);
     void updateCount();
     void followCurrent();
     void onCurrentRowChanged(int row);
@@ -69,10 +76,10 @@ private:
     QLineEdit* m_search = nullptr;
     QLabel* m_count = nullptr;
     QTimer* m_debounce = nullptr;
-    quint64 m_generation = 0;
-    quint64 m_running = 0;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
+    int64_t m_backgroundRows = kBackgroundRows;
+    QString m_error;  // the last filter's one-line error, shown until the next filter
     bool m_syncing = false;
+    JobTracker m_jobs{this};
 };
 
 } // namespace memlens::views

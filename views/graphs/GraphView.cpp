@@ -428,9 +428,10 @@ QString GraphView::nodeToolTip(int node) const {
 }
 
 void GraphView::rebuild() {
-    auto& worker = GraphLayoutWorker::instance();
-    worker.cancel(this);
+    GraphLayoutWorker::instance().cancel(this);
+    m_folding.cancel();
     m_pendingGeneration = 0;
+    const quint64 rebuild = ++m_rebuilds;
     // the graph shown stays (inert) while the next one is laid out, unless that takes a while:
     // stepping through scans does not flash a placeholder
     const bool showing = !m_pages->isShowingPlaceholder();
@@ -466,20 +467,55 @@ void GraphView::rebuild() {
                                         : tr("This graph has no node list."));
         return;
     }
-    // folding: repeated blocks by themselves for big graphs
-    model::GraphFoldOptions opt;
-    opt.parameters = m_foldParameters;
-    bool repeats = m_foldRepeats.value_or(false);
-    if (!m_foldRepeats) {
-        opt.repeats = false;
-        repeats = model::foldGraph(g, opt).nodes.size() > static_cast<size_t>(kAutoRepeatNodes);
+    // folding (repeated blocks by themselves for big graphs) on a job; then the layout
+    const std::optional<bool> foldRepeats = m_foldRepeats;
+    const bool foldParameters = m_foldParameters;
+    JobHandlers<std::shared_ptr<FoldOutcome>> h;
+    h.done = [this](quint64, std::shared_ptr<FoldOutcome> outcome) { foldArrived(std::move(*outcome)); };
+    h.failed = [this, clearScene](quint64, const QString& message) {
+        clearScene();
+        m_view->setInteractive(true);
+        showPlaceholder(tr("The graph could not be folded: %1").arg(message));
+        emit layoutFinished();
+    };
+    m_folding.start<std::shared_ptr<FoldOutcome>>(
+        [graph = m_graph, foldRepeats, foldParameters](const JobControl&) {
+            auto out = std::make_shared<FoldOutcome>();
+            model::GraphFoldOptions opt;
+            opt.parameters = foldParameters;
+            out->repeats = foldRepeats.value_or(false);
+            if (!foldRepeats) {
+                opt.repeats = false;
+                out->repeats = model::foldGraph(*graph, opt).nodes.size() > static_cast<size_t>(kAutoRepeatNodes);
+            }
+            opt.repeats = out->repeats;
+            out->folded = model::foldGraph(*graph, opt);
+            return out;
+        },
+        std::move(h), JobText{{}, QStringLiteral("fold this graph")});
+    const QString waiting = tr("Laying out %1 nodes\u2026").arg(g.nodesList.size());
+    if (!showing) {
+        clearScene();
+        showPlaceholder(waiting);
+        return;
     }
+    // the graph shown stays while the next one is folded and laid out, unless that takes a while
+    QTimer::singleShot(250, this, [this, rebuild, clearScene] {
+        if (m_rebuilds != rebuild || !isLayingOut()) return;
+        clearScene();
+        showPlaceholder(tr("Laying out %1 nodes\u2026").arg(m_folded.nodes.empty() ? m_graph->nodesList.size() : m_folded.nodes.size()));
+    });
+}
+
+void GraphView::foldArrived(FoldOutcome outcome) {
+    if (!m_graph) return;
+    const model::RetainedGraph& g = *m_graph;
+    const bool repeats = outcome.repeats;
     {
         const QSignalBlocker b(m_repeatsBox);
         m_repeatsBox->setChecked(repeats);
     }
-    opt.repeats = repeats;
-    m_folded = model::foldGraph(g, opt);
+    m_folded = std::move(outcome.folded);
 
     QString info = tr("%1 of %2 nodes shown").arg(m_folded.nodes.size()).arg(g.nodesList.size());
     if (m_folded.foldedParameters) info += tr(" \u00b7 %1 parameters folded").arg(m_folded.foldedParameters);
@@ -490,7 +526,8 @@ void GraphView::rebuild() {
     m_info->setText(info);
 
     if (m_folded.nodes.size() > static_cast<size_t>(kMaxLayoutNodes)) {
-        clearScene();
+        m_scene->clear();
+        m_nodeItems.clear();
         showPlaceholder(tr("%1 nodes after folding: too many to lay out.%2")
                             .arg(m_folded.nodes.size())
                             .arg(repeats ? QString() : tr("\nTry folding repeated blocks.")));
@@ -515,20 +552,11 @@ void GraphView::rebuild() {
         c.label = qs(r.label);
         input->clusters.push_back(std::move(c));
     }
-    const QString waiting = tr("Laying out %1 nodes\u2026").arg(m_folded.nodes.size());
-    m_pendingGeneration = worker.request(this, std::move(input), [this](quint64 gen, std::shared_ptr<const GraphLayoutResult> r) {
-        layoutArrived(gen, std::move(r));
-    });
-    if (!showing) {
-        clearScene();
-        showPlaceholder(waiting);
-        return;
-    }
-    QTimer::singleShot(250, this, [this, gen = m_pendingGeneration, waiting, clearScene] {
-        if (m_pendingGeneration != gen) return;
-        clearScene();
-        showPlaceholder(waiting);
-    });
+    if (m_pages->isShowingPlaceholder())
+        showPlaceholder(tr("Laying out %1 nodes\u2026").arg(m_folded.nodes.size()));
+    // Graphviz only on its one layout thread
+    m_pendingGeneration = GraphLayoutWorker::instance().request(
+        this, std::move(input), [this](quint64 gen, std::shared_ptr<const GraphLayoutResult> r) { layoutArrived(gen, std::move(r)); });
 }
 
 void GraphView::layoutArrived(quint64 generation, std::shared_ptr<const GraphLayoutResult> result) {

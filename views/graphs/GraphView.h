@@ -8,6 +8,7 @@
 #include "memlens/model/GraphScans.h"
 #include "graphs/GraphLayoutWorker.h"
 #include "document/GraphScansDocument.h"
+#include "document/JobTracker.h"
 
 #include <QPointer>
 #include <QWidget>
@@ -57,7 +58,8 @@ public:
     // What is shown, for tests and the window.
     const model::FoldedGraph& folded() const { return m_folded; }
     const GraphLayoutResult* layoutResult() const { return m_layout.get(); }
-    bool isLayingOut() const { return m_pendingGeneration != 0; }
+    // Folding (on a job) or laying out (on the layout thread); layoutFinished() follows.
+    bool isLayingOut() const { return m_folding.isRunning() || m_pendingGeneration != 0; }
     QGraphicsScene* scene() const { return m_scene; }
     QGraphicsView* graphicsView() const { return m_view; }
     QTreeWidget* tensorList() const { return m_tensors; }
@@ -91,7 +93,14 @@ protected:
 
 private:
     void graphFromScans();
+    struct FoldOutcome {
+        model::FoldedGraph folded;
+        bool repeats = false;  // repeated blocks folded (chosen, or automatic for big graphs)
+    };
+    // Folds the graph on a job (what is shown stays until the layout arrives) ...
     void rebuild();
+    // ... then lays the folded graph out on the layout thread.
+    void foldArrived(FoldOutcome outcome);
     void layoutArrived(quint64 generation, std::shared_ptr<const GraphLayoutResult> result);
     void buildScene();
     void showPlaceholder(const QString& text);
@@ -106,7 +115,8 @@ private:
     model::FoldedGraph m_folded;
     std::shared_ptr<const GraphLayoutResult> m_layout;
     std::vector<QSizeF> m_nodeSizes;
-    quint64 m_pendingGeneration = 0;
+    quint64 m_pendingGeneration = 0;  // the layout requested
+    quint64 m_rebuilds = 0;
     std::optional<bool> m_foldRepeats;  // unset: automatic
     bool m_foldParameters = true;
     int m_selected = -1;
@@ -125,6 +135,7 @@ private:
     QTreeWidget* m_tensors = nullptr;
     QLabel* m_status = nullptr;
     std::vector<QGraphicsItem*> m_nodeItems;
+    JobTracker m_folding{this};
 };
 
 } // namespace memlens::views

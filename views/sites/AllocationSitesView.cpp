@@ -1,7 +1,6 @@
 #include "sites/AllocationSitesView.h"
 #include "common/ByteText.h"
 
-#include "memlens/model/ParseError.h"
 #include "sites/AllocationSitesModel.h"
 #include "document/SnapshotDocument.h"
 
@@ -43,8 +42,6 @@ QSortFilterProxyModel* makeProxy(AllocationSitesModel* source, QObject* parent) 
 } // namespace
 
 AllocationSitesView::AllocationSitesView(QWidget* parent) : QWidget(parent) {
-    m_pool.setMaxThreadCount(1);
-
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(6, 6, 6, 6);
     v->setSpacing(4);
@@ -108,10 +105,8 @@ AllocationSitesView::AllocationSitesView(QWidget* parent) : QWidget(parent) {
     setDocument(nullptr);
 }
 
-AllocationSitesView::~AllocationSitesView() {
-    if (m_cancel) m_cancel->store(true);
-    m_pool.waitForDone();
-}
+// the running build is cancelled; its trees are freed on the worker
+AllocationSitesView::~AllocationSitesView() = default;
 
 QTreeView* AllocationSitesView::makeTree(QSortFilterProxyModel* proxy) {
     auto* t = new QTreeView(this);
@@ -188,71 +183,67 @@ void AllocationSitesView::selectionChanged() {
 }
 
 void AllocationSitesView::request() {
-    ++m_generation;
-    if (m_cancel) m_cancel->store(true);
+    m_jobs.cancel();
     if (!m_doc) {
-        m_pending = false;
         m_bottomUp->clear();
         m_topDown->clear();
         m_status->setText(tr("No snapshot open. Allocation sites group live memory by the stack that allocated it."));
         emit sitesUpdated();
         return;
     }
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    m_cancel = cancel;
-    m_pending = true;
-    const quint64 generation = m_generation;
     std::shared_ptr<const model::Snapshot> snapshot = m_doc->loaded().snapshot;
     model::SitesOptions options;
     options.skipNative = !m_native->isChecked();
-    options.cancel = cancel.get();
 
-    std::function<model::AllocationSites()> job;
-    QString status;
+    std::function<model::AllocationSites(const model::SitesOptions&)> build;
+    Request what;
     if (mode() == Mode::SelectedRange) {
         // not a structured binding: lambdas cannot capture those before clang 16
         const int64_t first = m_doc->selection()->first, last = m_doc->selection()->second;
         const int device = m_doc->device();
-        job = [snapshot, device, first, last, options] {
+        build = [snapshot, device, first, last](const model::SitesOptions& o) {
             const model::DeviceData* d = snapshot->device(device);
             if (!d) return model::AllocationSites{};
-            return model::allocationSitesInRange(*snapshot, *d, first, last, options);
+            return model::allocationSitesInRange(*snapshot, *d, first, last, o);
         };
-        status = QStringLiteral("range:%1:%2").arg(first).arg(last);
+        what.kind = Request::Kind::InRange;
+        what.first = first;
+        what.last = last;
     } else {
         // the state's live blocks by stack are few and quick to gather here; the trees go off-thread
         auto costs = std::make_shared<std::vector<model::StackCost>>(model::stackCostsAt(m_doc->currentState()));
-        job = [snapshot, costs, options] { return model::buildAllocationSites(*snapshot, *costs, options); };
-        status = QStringLiteral("entry:%1").arg(m_doc->currentEvent());
+        build = [snapshot, costs](const model::SitesOptions& o) { return model::buildAllocationSites(*snapshot, *costs, o); };
+        what.kind = Request::Kind::AtEntry;
+        what.entry = m_doc->currentEvent();
     }
     m_status->setText(tr("Computing\u2026"));
-    m_pool.start([this, job, cancel, generation, status] {
-        try {
-            auto sites = std::make_shared<const model::AllocationSites>(job());
-            if (cancel->load()) return;
-            // the view waits for this pool in its destructor, so `this` is alive here
-            QMetaObject::invokeMethod(
-                this, [this, generation, sites, status] { apply(generation, sites, status); }, Qt::QueuedConnection);
-        } catch (const model::Cancelled&) {
-        }
-    });
+    using Sites = std::shared_ptr<const model::AllocationSites>;
+    JobHandlers<Sites> h;
+    h.done = [this, what](quint64, Sites sites) { apply(std::move(sites), what); };
+    h.failed = [this](quint64, const QString& message) { failed(message); };
+    m_jobs.start<Sites>(
+        [build, options, hook = m_buildHook](const JobControl& job) {
+            if (hook) hook();
+            model::SitesOptions o = options;
+            o.cancel = job.cancelFlag();
+            return std::make_shared<const model::AllocationSites>(build(o));
+        },
+        std::move(h), JobText{{}, QStringLiteral("build the allocation sites")});
 }
 
-void AllocationSitesView::apply(quint64 generation, std::shared_ptr<const model::AllocationSites> sites, QString status) {
-    if (generation != m_generation || !m_doc) return;  // superseded
-    m_pending = false;
-    const bool range = status.startsWith(QLatin1String("range:"));
+void AllocationSitesView::apply(std::shared_ptr<const model::AllocationSites> sites, const Request& request) {
+    if (!m_doc) return;
+    const bool range = request.kind == Request::Kind::InRange;
     m_bottomUp->setSites(m_doc->loaded().snapshot, sites, range);
     m_topDown->setSites(m_doc->loaded().snapshot, sites, range);
-    const QStringList parts = status.split(QLatin1Char(':'));
     QString text;
     if (range) {
         text = tr("Entries #%1\u2013#%2: <b>%3</b> allocated in %4 allocations from %5 stacks; <b>%6</b> of it still "
                   "live at #%2")
-                   .arg(parts.value(1), parts.value(2), formatBytes(sites->totalBytes), number(sites->totalCount),
-                        number(sites->distinctStacks), formatBytes(sites->liveBytes));
+                   .arg(QString::number(request.first), QString::number(request.last), formatBytes(sites->totalBytes),
+                        number(sites->totalCount), number(sites->distinctStacks), formatBytes(sites->liveBytes));
     } else {
-        const QString at = parts.value(1) == QLatin1String("-1") ? tr("before the first entry") : tr("after entry #%1").arg(parts.value(1));
+        const QString at = request.entry == -1 ? tr("before the first entry") : tr("after entry #%1").arg(request.entry);
         text = tr("Live %1: <b>%2</b> in %3 allocations from %4 stacks")
                    .arg(at, formatBytes(sites->totalBytes), number(sites->totalCount), number(sites->distinctStacks));
     }
@@ -260,6 +251,13 @@ void AllocationSitesView::apply(quint64 generation, std::shared_ptr<const model:
     m_status->setText(text);
     expandHeaviest(m_bottomUpTree);
     expandHeaviest(m_topDownTree);
+    emit sitesUpdated();
+}
+
+void AllocationSitesView::failed(const QString& message) {
+    m_bottomUp->clear();
+    m_topDown->clear();
+    m_status->setText(tr("Allocation sites could not be built: %1").arg(message.toHtmlEscaped()));
     emit sitesUpdated();
 }
 

@@ -1,15 +1,15 @@
 #pragma once
 // Live bytes grouped by allocation stack, as bottom-up and top-down trees (two tabs), either at
 // the current trace entry or over the document's selected range of entries, with a search box
-// and a switch for C++ frames. The trees are built off the GUI thread; a newer request
-// supersedes an older one (generation ids). Selecting a node selects its heaviest stack.
+// and a switch for C++ frames. The trees are built off the GUI thread (a JobTracker job); a
+// newer request supersedes an older one. Selecting a node selects its heaviest stack.
 #include "memlens/model/AllocationSites.h"
+#include "document/JobTracker.h"
 
 #include <QPointer>
-#include <QThreadPool>
 #include <QWidget>
 
-#include <atomic>
+#include <functional>
 #include <memory>
 
 class QCheckBox;
@@ -48,7 +48,18 @@ public:
     QTreeView* bottomUpTree() const { return m_bottomUpTree; }
     QTreeView* topDownTree() const { return m_topDownTree; }
     QString statusText() const;
-    bool isBusy() const { return m_pending; }
+    bool isBusy() const { return m_jobs.isRunning(); }
+    // For tests: processes events until the trees being built are in.
+    bool waitForSites(int timeoutMs = 60000) const { return m_jobs.waitForIdle(timeoutMs); }
+    // For tests: runs on the worker before each build (it may throw, as a build may).
+    void setBuildHookForTests(std::function<void()> hook) { m_buildHook = std::move(hook); }
+
+    // What the trees were asked for: live at an entry, or allocated in a range of entries.
+    struct Request {
+        enum class Kind { AtEntry, InRange } kind = Kind::AtEntry;
+        int64_t entry = -1;              // AtEntry (-1: before the first entry)
+        int64_t first = 0, last = -1;    // InRange
+    };
 
 signals:
     // New trees are in the models.
@@ -59,7 +70,8 @@ protected:
 
 private:
     void request();
-    void apply(quint64 generation, std::shared_ptr<const model::AllocationSites> sites, QString status);
+    void apply(std::shared_ptr<const model::AllocationSites> sites, const Request& request);
+    void failed(const QString& message);
     void selectionChanged();
     void nodeActivated(const QModelIndex& proxyIndex);
     QTreeView* makeTree(QSortFilterProxyModel* proxy);
@@ -80,10 +92,8 @@ private:
     QTimer* m_searchTimer = nullptr;
     QLabel* m_status = nullptr;
 
-    QThreadPool m_pool;
-    quint64 m_generation = 0;
-    std::shared_ptr<std::atomic<bool>> m_cancel;
-    bool m_pending = false;
+    std::function<void()> m_buildHook;
+    JobTracker m_jobs{this};
 };
 
 } // namespace memlens::views

@@ -1,5 +1,6 @@
 // SnapshotLoader: loads off the GUI thread and reports progress, the result, or the reader's
-// one-line error; a new load cancels the running one, whose results never arrive.
+// one-line error; a new load cancels the running one, whose results never arrive; a loader
+// destroyed while loading emits nothing more. No sleeps: the tests wait for the loader's jobs.
 #include "DocumentFixture.h"
 
 #include "document/SnapshotLoader.h"
@@ -80,8 +81,9 @@ private slots:
         QCOMPARE(cancelled.count(), 1);
         QCOMPARE(cancelled.at(0).at(0).value<quint64>(), g1);
         QVERIFY(loaded.wait(10000));
-        QTest::qWait(100);  // anything the first job still posts arrives now, and must be dropped
+        QVERIFY(loader.waitForIdle());  // anything the first job still posts arrives now, and is dropped
         QCOMPARE(loaded.count(), 1);
+        QCOMPARE(cancelled.count(), 1);
         QCOMPARE(loaded.at(0).at(0).value<quint64>(), g2);
         const auto snap = loaded.at(0).at(1).value<std::shared_ptr<const LoadedSnapshot>>();
         QCOMPARE(snap->snapshot->devices[0].trace.rows(), size_t(1));
@@ -99,17 +101,33 @@ private slots:
         QCOMPARE(cancelled.count(), 1);
         loader.cancel();  // nothing running: no second report
         QCOMPARE(cancelled.count(), 1);
-        QTest::qWait(300);
+        QVERIFY(loader.waitForIdle());
         QCOMPARE(loaded.count(), 0);
         QCOMPARE(failed.count(), 0);
+        QCOMPARE(cancelled.count(), 1);
     }
 
     void destroyedWhileLoading() {
+        // the loader goes away with its window: it emits destroyed() and nothing else (not
+        // cancelled(), which a window would act on while it is being torn down); the job's
+        // outcome finds no loader and is freed off the GUI thread; nothing crashes
         const QString path = write(QStringLiteral("d.pickle"), tracetest::picklize(tracetest::smallTrace()));
         auto* loader = new SnapshotLoader;
+        QSignalSpy loaded(loader, &SnapshotLoader::loaded);
+        QSignalSpy failed(loader, &SnapshotLoader::failed);
+        QSignalSpy cancelled(loader, &SnapshotLoader::cancelled);
+        QSignalSpy progress(loader, &SnapshotLoader::progressChanged);
+        QSignalSpy destroyed(loader, &QObject::destroyed);
         loader->load(path);
+        QVERIFY(loader->isLoading());
+        const int progressBefore = progress.count();
         delete loader;
-        QTest::qWait(200);  // the job's posted results find no loader; nothing crashes
+        QCOMPARE(destroyed.count(), 1);
+        QVERIFY(JobTracker::waitForAllIdle());
+        QCOMPARE(loaded.count(), 0);
+        QCOMPARE(failed.count(), 0);
+        QCOMPARE(cancelled.count(), 0);
+        QCOMPARE(progress.count(), progressBefore);
     }
 };
 

@@ -7,6 +7,7 @@
 #include "events/EventsView.h"
 
 #include <QAbstractItemModelTester>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QtTest>
@@ -110,6 +111,31 @@ private slots:
         QVERIFY(!view.table()->selectionModel()->hasSelection());
         view.setDocument(nullptr);
         QCOMPARE(view.model()->rowCount(), 0);
+    }
+
+    // A filter on the worker whose device has no data (the document shows a device the snapshot
+    // lacks) ends like the same filter on the GUI thread: no rows, the count says so. It used to
+    // post nothing and stay "filtering…" forever.
+    void aFilterWithTheDeviceGoneEndsInADefinedState() {
+        auto doc = document(smallTrace());
+        EventsView view;
+        view.setBackgroundRows(-1);  // every filter on the worker
+        QSignalSpy applied(&view, &EventsView::filterApplied);
+        view.setDocument(doc.get());
+        view.setActionChoice(1);  // alloc only: a filter, not just a range
+        QVERIFY(view.isFiltering());
+        QTRY_VERIFY_WITH_TIMEOUT(!view.isFiltering(), 20000);
+        QVERIFY(view.model()->rowCount() > 0);
+        applied.clear();
+        doc->setDevice(7);  // no such device in the snapshot
+        QVERIFY(view.isFiltering());
+        QTRY_VERIFY_WITH_TIMEOUT(!view.isFiltering(), 20000);
+        QCOMPARE(applied.count(), 1);
+        QCOMPARE(view.model()->rowCount(), 0);
+        QStringList labels;
+        for (const QLabel* l : view.findChildren<QLabel*>()) labels << l->text();
+        QVERIFY2(!labels.join(QLatin1Char('|')).contains(QStringLiteral("filtering")), qPrintable(labels.join(QLatin1Char('|'))));
+        QVERIFY2(labels.contains(QStringLiteral("0 entries")), qPrintable(labels.join(QLatin1Char('|'))));
     }
 
     void longTracesFilterOnAWorker() {

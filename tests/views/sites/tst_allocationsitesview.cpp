@@ -71,6 +71,28 @@ private slots:
         QVERIFY(roots(*v.bottomUpProxy()).front().endsWith(QStringLiteral("::malloc")));
     }
 
+    // A build that runs out of memory on the worker ends in the one-line error in the status;
+    // it used to escape the worker's runnable and end the process (std::terminate).
+    void aBuildOutOfMemoryShowsTheError() {
+        auto doc = viewtest::syntheticDocument();
+        AllocationSitesView v;
+        v.setBuildHookForTests([] { throw std::bad_alloc(); });
+        QSignalSpy updated(&v, &AllocationSitesView::sitesUpdated);
+        v.setDocument(doc.get());
+        QVERIFY(v.isBusy());
+        QVERIFY(v.waitForSites());
+        QVERIFY(!v.isBusy());
+        QCOMPARE(updated.count(), 1);
+        QCOMPARE(plain(v.statusText()),
+                 QStringLiteral("Allocation sites could not be built: not enough memory to build the allocation sites"));
+        QCOMPARE(v.bottomUpModel()->rowCount(), 0);
+        // the next request that succeeds shows the trees again
+        v.setBuildHookForTests({});
+        doc->setCurrentEvent(4);
+        QVERIFY(v.waitForSites());
+        QCOMPARE(plain(v.statusText()), QStringLiteral("Live after entry #4: 18 MiB in 3 allocations from 3 stacks"));
+    }
+
     void rapidRequestsKeepOnlyTheLast() {
         auto doc = viewtest::syntheticDocument();
         AllocationSitesView v;

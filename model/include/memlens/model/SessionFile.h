@@ -40,8 +40,34 @@ public:
         }
     };
     // Reads what the writer committed since the last read. Cheap when nothing changed.
-    // Throws SessionError if the file became damaged.
+    // Throws SessionError if the file became damaged. poll() is apply(fetch()).
     Update poll();
+
+    // poll() in two halves, for a window that reads the file on one thread and polls on another:
+    // fetch() does the SQLite reads and changes nothing the accessors return; apply(), on the
+    // thread that reads the file, takes the rows in. One fetch() at a time, no apply() while one
+    // runs, and each fetched Rows applied once, in order (a Rows holds the rows after the last
+    // apply). fetch() also uses the connection: no readSnapshot(), writeSnapshotTo() or check()
+    // meanwhile on another thread.
+    struct Rows {
+        bool changed = false;  // the file changed since the last read; the rest is filled
+        int64_t dataVersion = -1;
+        int64_t lastIteration = 0, lastSnapshot = 0, lastSample = 0, lastMarker = 0, lastScan = 0;
+        bool hasProcess = false;
+        SessionProcess process;
+        std::vector<SessionIteration> iterations;
+        std::vector<SessionSnapshot> snapshots;
+        std::vector<DeviceSample> samples;
+        std::vector<SessionMarker> markers;
+        std::vector<GraphScan> graphScans;
+        bool finished = false;
+        std::string writer, writerHost;
+        int64_t writerPid = 0;
+        uint64_t writerStartTicks = 0;
+        int64_t heartbeatUs = 0;
+    };
+    Rows fetch() const;
+    Update apply(Rows rows);
 
     const SessionProcess& process() const { return process_; }
     const std::vector<SessionIteration>& iterations() const { return iterations_; }
@@ -73,9 +99,10 @@ public:
     std::string check() const;
 
 private:
-    void readAll();
-    void readMeta();
-    void readProcess();
+    // Reads every row after the last read into a Rows (changed set).
+    Rows readAll() const;
+    void readMeta(Rows& r) const;
+    void readProcess(Rows& r) const;
     template <class F> void forEachChunk(int64_t id, F&& f) const;
 
     std::string path_;

@@ -1,0 +1,177 @@
+#include "document/JobTracker.h"
+
+#include "memlens/model/ParseError.h"
+#include "memlens/model/SessionData.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QPointer>
+#include <QThread>
+#include <QThreadPool>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <new>
+
+namespace memlens::views {
+
+namespace {
+
+// Every tracker's in-flight work, for waitForAllIdle().
+std::atomic<int> g_inFlight{0};
+std::mutex g_idleMutex;
+std::condition_variable g_idle;
+
+void notifyIdle() {
+    {
+        const std::lock_guard<std::mutex> lock(g_idleMutex);
+    }
+    g_idle.notify_all();
+}
+
+// Processes events until DONE() holds; in between it waits (briefly) for work on other threads.
+bool waitUntil(const std::function<bool()>& done, int timeoutMs) {
+    QDeadlineTimer deadline(timeoutMs);
+    while (!done()) {
+        if (deadline.hasExpired()) return false;
+        QCoreApplication::processEvents(QEventLoop::AllEvents);
+        if (done()) break;
+        std::unique_lock<std::mutex> lock(g_idleMutex);
+        // woken when a job ends on a worker; deliveries are posted events, so the wait is short
+        g_idle.wait_for(lock, std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+} // namespace
+
+bool ProgressThrottle::due(const char* phase, double fraction) {
+    const int pct = static_cast<int>(std::floor(fraction * 100));
+    if (phase == m_phase && pct == m_pct) return false;
+    m_phase = phase;
+    m_pct = pct;
+    return true;
+}
+
+void JobControl::throwIfCancelled() const {
+    if (isCancelled()) throw model::Cancelled();
+}
+
+void JobControl::progress(const char* phase, double fraction) const {
+    if (m_report && m_throttle.due(phase, fraction)) m_report(phase, fraction);
+}
+
+model::LoadOptions JobControl::loadOptions() const {
+    model::LoadOptions options;
+    options.cancel = m_cancel.get();
+    if (m_report) options.progress = [this](const char* phase, double fraction) { progress(phase, fraction); };
+    return options;
+}
+
+JobTracker::JobTracker(QObject* context) : m_state(std::make_shared<State>()) { m_state->context = context; }
+
+JobTracker::~JobTracker() {
+    m_state->alive = false;
+    if (m_state->cancel) m_state->cancel->store(true);
+    m_state->running = 0;
+    m_state->onCancelled = nullptr;
+}
+
+bool JobTracker::cancel() {
+    State& s = *m_state;
+    if (s.cancel) s.cancel->store(true);
+    s.cancel.reset();
+    if (s.running == 0) return false;
+    const quint64 g = s.running;
+    s.running = 0;
+    // the handler may start another job, which replaces onCancelled
+    auto onCancelled = std::move(s.onCancelled);
+    s.onCancelled = nullptr;
+    if (onCancelled) onCancelled(g);
+    return true;
+}
+
+bool JobTracker::claim(State& s, quint64 generation) {
+    if (!s.alive || !s.context || s.running != generation) return false;
+    s.running = 0;
+    s.cancel.reset();
+    s.onCancelled = nullptr;
+    return true;
+}
+
+void JobTracker::begin(State& s) {
+    s.inFlight.fetch_add(1);
+    g_inFlight.fetch_add(1);
+}
+
+void JobTracker::end(State& s) {
+    s.inFlight.fetch_sub(1);
+    g_inFlight.fetch_sub(1);
+    notifyIdle();
+}
+
+void JobTracker::post(std::function<void()> fn) {
+    if (!QCoreApplication::instance()) return;
+    // queued to the application object, not to the context: the call always runs, so a result
+    // whose context is gone is still handed back to the pool to be freed there
+    QMetaObject::invokeMethod(QCoreApplication::instance(), std::move(fn), Qt::QueuedConnection);
+}
+
+void JobTracker::runOnPool(std::function<void()> fn) { pool()->start(std::move(fn)); }
+
+void JobTracker::releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<void> garbage) {
+    runOnPool([s = std::move(s), garbage = std::move(garbage)]() mutable {
+        garbage.reset();
+        end(*s);
+    });
+}
+
+QThreadPool* JobTracker::pool() {
+    // the application's child: its destructor waits for the jobs still running (their trackers,
+    // gone with the windows, have cancelled them)
+    static QPointer<QThreadPool> p;
+    if (!p) {
+        p = new QThreadPool(QCoreApplication::instance());
+        p->setObjectName(QStringLiteral("memlens jobs"));
+        p->setMaxThreadCount(std::max(4, QThread::idealThreadCount()));
+    }
+    return p;
+}
+
+bool JobTracker::waitForIdle(int timeoutMs) const {
+    const State* s = m_state.get();
+    return waitUntil([s] { return s->inFlight.load() == 0; }, timeoutMs);
+}
+
+bool JobTracker::waitForAllIdle(int timeoutMs) {
+    return waitUntil([] { return g_inFlight.load() == 0; }, timeoutMs);
+}
+
+QString JobTracker::describe(std::exception_ptr error, const JobText& text) {
+    const QString prefix = text.subject.isEmpty() ? QString() : text.subject + QStringLiteral(": ");
+    auto oneLine = [](QString s) {
+        s.replace(QLatin1Char('\r'), QLatin1Char(' '));
+        s.replace(QLatin1Char('\n'), QLatin1Char(' '));
+        return s;
+    };
+    try {
+        std::rethrow_exception(error);
+    } catch (const model::ParseError& e) {
+        if (!text.subject.isEmpty()) return oneLine(QString::fromStdString(e.describe(text.subject.toStdString())));
+        QString where = QString::fromStdString(e.where());
+        if (where.isEmpty() && e.offset() != model::ParseError::kNoOffset) where = QStringLiteral("byte %1").arg(e.offset());
+        return oneLine((where.isEmpty() ? QString() : where + QStringLiteral(": ")) + QString::fromUtf8(e.what()));
+    } catch (const std::bad_alloc&) {
+        return prefix + QStringLiteral("not enough memory to ") + text.task;
+    } catch (const model::SessionError& e) {
+        return oneLine(prefix + QString::fromUtf8(e.what()));
+    } catch (const std::exception& e) {
+        return oneLine(prefix + QString::fromUtf8(e.what()));
+    } catch (...) {
+        return prefix + QStringLiteral("an unknown error stopped the work");
+    }
+}
+
+} // namespace memlens::views
