@@ -58,7 +58,7 @@ void AllocatorSimulator::eraseFree(int32_t b) {
     if (it != p.blocks.end()) eraseFree(p, it);
 }
 
-void AllocatorSimulator::emit(Action a, uint64_t addr, uint64_t size, uint64_t stream) {
+void AllocatorSimulator::emitEvent(Action a, uint64_t addr, uint64_t size, uint64_t stream) {
     events_.push_back(SimEvent{a, op_, addr, size, stream});
 }
 
@@ -231,7 +231,7 @@ int32_t AllocatorSimulator::allocBlock(Pool& p, uint64_t size, uint64_t allocSiz
     k.small = p.small;
     reserved_ += allocSize;
     ++segments_;
-    emit(Action::SegmentAlloc, addr, allocSize, stream);
+    emitEvent(Action::SegmentAlloc, addr, allocSize, stream);
     return b;
 }
 
@@ -314,7 +314,7 @@ bool AllocatorSimulator::mapBlock(int32_t u, uint64_t size) {
     insertFree(u);
     reserved_ += bytes;
     addresses_.extend(reservations_[static_cast<size_t>(blocks_[u].res)].base, ptr + bytes);
-    emit(Action::SegmentMap, ptr, bytes, blocks_[u].stream);
+    emitEvent(Action::SegmentMap, ptr, bytes, blocks_[u].stream);
     return true;
 }
 
@@ -332,7 +332,7 @@ int32_t AllocatorSimulator::tryAllocateExpandable(Pool& p, uint64_t size, uint64
 
 void AllocatorSimulator::releaseBlock(int32_t b) {
     Blk& k = blocks_[b];
-    emit(Action::SegmentFree, k.ptr, k.size, k.stream);
+    emitEvent(Action::SegmentFree, k.ptr, k.size, k.stream);
     reserved_ -= k.size;
     --segments_;
     addresses_.release(k.ptr);
@@ -391,7 +391,7 @@ void AllocatorSimulator::unmapBlock(int32_t b) {
     tryMerge(b, blocks_[b].next);
     p.unmapped.insert(akey(b));
     reserved_ -= usize;
-    emit(Action::SegmentUnmap, uptr, usize, blocks_[b].stream);
+    emitEvent(Action::SegmentUnmap, uptr, usize, blocks_[b].stream);
 }
 
 void AllocatorSimulator::releaseBlocks(Pool& p) {
@@ -521,7 +521,7 @@ bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, Dev
             o.deviceFree = settings_.capacity ? (settings_.capacity > reserved_ ? settings_.capacity - reserved_ : 0)
                                               : deviceFree;
             ooms_.push_back(o);
-            emit(Action::Oom, o.deviceFree, size, stream);
+            emitEvent(Action::Oom, o.deviceFree, size, stream);
             refusal_ = DeviceRefusal::None;
             notePeaks();
             return false;
@@ -554,7 +554,7 @@ bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, Dev
     byId_[id] = b;
     allocated_ += k.size;
     requested_ += orig;
-    emit(Action::Alloc, k.ptr, orig, stream);
+    emitEvent(Action::Alloc, k.ptr, orig, stream);
     notePeaks();
     return true;
 }
@@ -579,7 +579,7 @@ bool AllocatorSimulator::free(uint32_t id) {
     int32_t b = byId_[id];
     byId_[id] = -1;
     Blk& k = blocks_[b];
-    emit(Action::FreeCompleted, k.ptr, k.requested, k.stream);
+    emitEvent(Action::FreeCompleted, k.ptr, k.requested, k.stream);
     k.allocated = false;
     allocated_ -= k.size;
     requested_ -= k.requested;

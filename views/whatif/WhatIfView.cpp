@@ -82,6 +82,43 @@ WhatIfView::WhatIfView(QWidget* parent)
     m_recordedSettings->setTextFormat(Qt::RichText);
     v->addWidget(m_recordedSettings);
 
+    auto* buttons = new QHBoxLayout;
+    m_run = new QPushButton(tr("Run"), page);
+    m_run->setDefault(true);
+    m_cancel = new QPushButton(tr("Cancel"), page);
+    m_cancel->setEnabled(false);
+    m_status = new QLabel(page);
+    buttons->addWidget(m_run);
+    buttons->addWidget(m_cancel);
+    buttons->addWidget(m_status, 1);
+    v->addLayout(buttons);
+
+    m_error = new QLabel(page);
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(QStringLiteral("color: #b00020;"));
+    m_error->hide();
+    v->addWidget(m_error);
+
+    m_verdict = new QLabel(page);
+    m_verdict->setWordWrap(true);
+    m_verdict->setTextFormat(Qt::PlainText);
+    QFont f = m_verdict->font();
+    f.setBold(true);
+    m_verdict->setFont(f);
+    v->addWidget(m_verdict);
+
+    m_table = new QTableWidget(0, 2, page);
+    m_table->setHorizontalHeaderLabels({tr("Recording"), tr("Simulation")});
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setMinimumHeight(120);
+    v->addWidget(m_table);
+
+    m_onTimeline = new QCheckBox(tr("Draw the simulated reserved and live bytes on the timeline"), page);
+    m_onTimeline->setChecked(true);
+    m_inBlockMap = new QCheckBox(tr("Show the simulated state after the current entry in the block map"), page);
+    v->addWidget(m_onTimeline);
+    v->addWidget(m_inBlockMap);
     auto* allocator = new QGroupBox(tr("Allocator settings (PYTORCH_CUDA_ALLOC_CONF)"), page);
     auto* af = new QFormLayout(allocator);
     m_expandable = new QCheckBox(tr("expandable_segments"), allocator);
@@ -121,43 +158,6 @@ WhatIfView::WhatIfView(QWidget* parent)
     wf->addRow(tr("scale forward/backward"), m_scale);
     v->addWidget(workload);
 
-    auto* buttons = new QHBoxLayout;
-    m_run = new QPushButton(tr("Run"), page);
-    m_run->setDefault(true);
-    m_cancel = new QPushButton(tr("Cancel"), page);
-    m_cancel->setEnabled(false);
-    m_status = new QLabel(page);
-    buttons->addWidget(m_run);
-    buttons->addWidget(m_cancel);
-    buttons->addWidget(m_status, 1);
-    v->addLayout(buttons);
-
-    m_error = new QLabel(page);
-    m_error->setWordWrap(true);
-    m_error->setStyleSheet(QStringLiteral("color: #b00020;"));
-    m_error->hide();
-    v->addWidget(m_error);
-
-    m_verdict = new QLabel(page);
-    m_verdict->setWordWrap(true);
-    m_verdict->setTextFormat(Qt::PlainText);
-    QFont f = m_verdict->font();
-    f.setBold(true);
-    m_verdict->setFont(f);
-    v->addWidget(m_verdict);
-
-    m_table = new QTableWidget(0, 2, page);
-    m_table->setHorizontalHeaderLabels({tr("Recording"), tr("Simulation")});
-    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setMinimumHeight(120);
-    v->addWidget(m_table);
-
-    m_onTimeline = new QCheckBox(tr("Draw the simulated reserved and live bytes on the timeline"), page);
-    m_onTimeline->setChecked(true);
-    m_inBlockMap = new QCheckBox(tr("Show the simulated state after the current entry in the block map"), page);
-    v->addWidget(m_onTimeline);
-    v->addWidget(m_inBlockMap);
     v->addStretch(1);
     scroll->setWidget(page);
 

@@ -4,9 +4,11 @@
 // the simulated curves and state reach the timeline and the block map.
 #include "DocumentFixture.h"
 
+#include "blockmap/BlockMapCanvas.h"
 #include "blockmap/BlockMapView.h"
 #include "document/JobTracker.h"
 #include "document/SnapshotDocument.h"
+#include "timeline/QCustomPlotInclude.h"
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
 

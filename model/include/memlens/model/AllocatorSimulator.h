@@ -178,7 +178,7 @@ private:
     void insertFree(int32_t b);
     void eraseFree(int32_t b);
     void eraseFree(Pool& p, std::set<FreeKey>::iterator it);  // keeps the set's node for reuse
-    void emit(Action a, uint64_t addr, uint64_t size, uint64_t stream);
+    void emitEvent(Action a, uint64_t addr, uint64_t size, uint64_t stream);
     bool deviceAllows(uint64_t bytes) const;
 
     int32_t getFreeBlock(Pool& p, uint64_t size, uint64_t stream);
