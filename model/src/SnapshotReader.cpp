@@ -1,5 +1,6 @@
 #include "memlens/model/SnapshotReader.h"
 
+#include "FrameRunCache.h"
 #include "memlens/model/ByteReader.h"
 #include "memlens/model/ParseError.h"
 #include "memlens/model/PickleDocument.h"
@@ -187,9 +188,14 @@ public:
         return true;
     }
 
-    bool absorbFrames(PickleDocument&, const uint32_t* ids, size_t n, Value& out) override {
-        out = Value::node(Tag::Stack, internFrames(ids, n));
-        return true;
+    // A frames list read whole from its bytes (the machine's memo gets of frames).
+    bool absorbMemoRun(PickleDocument&, const MemoGetRun& run, Value& out) override {
+        return frameRuns_.absorb(run, out, [this](const FrameId* ids, size_t n) {
+            return Value::node(Tag::Stack, internFrames(ids, n));
+        });
+    }
+    void memoRewritten(uint64_t, Value old) override {
+        if (old.tag == Tag::Frame) frameRuns_.clear();  // known runs may name other frames now
     }
 
     void expandList(PickleDocument&, Value collapsed, std::vector<Value>& items) override {
@@ -493,6 +499,7 @@ private:
     TraceColumns rows_;
     Prefaulter prefaulter_;
     std::unordered_map<FrameKey, FrameId, FrameKeyHash> frameIndex_;
+    FrameRunCache frameRuns_;
     std::vector<FrameId> tmpFrames_;
     std::vector<Value> tmpItems_;
     std::vector<int8_t> actionCache_;
