@@ -219,7 +219,7 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
     if (index == memo_.size()) {
         memo_.push_back(encode(v));
     } else if (index < memo_.size()) {
-        if (memo_[index].tag == Tag::Frame) knownRuns_.clear();  // known runs may name other frames now
+        if (hooks_) hooks_->memoRewritten(index, decode(memo_[index]));
         memo_[index] = encode(v);
     } else if (index <= memo_.size() + 65536) {
         memo_.resize(index + 1);
@@ -313,9 +313,10 @@ Value PickleMachine::makeString(const uint8_t* p, uint64_t n, bool bytes) {
     return bytes ? Value::bytes(id) : Value::str(id);
 }
 
-// Frames lists are the bulk of a snapshot: a run of memo gets of frames already seen, closed by
-// APPENDS. Returns the bytes of the one at p (APPENDS included) within avail, or 0.
-size_t PickleMachine::measureFrameRun(const uint8_t* p, size_t avail) {
+// A list made only of memo gets (in a snapshot: a frames list, the bulk of the file): a run of
+// BINGET and LONG_BINGET closed by APPENDS. Returns the bytes of the one at p (APPENDS included)
+// within avail, or 0.
+size_t PickleMachine::measureMemoGetRun(const uint8_t* p, size_t avail) {
     avail = std::min<size_t>(avail, 8192);  // longer lists take the general path
     size_t pos = 0;
     for (;;) {
@@ -329,114 +330,16 @@ size_t PickleMachine::measureFrameRun(const uint8_t* p, size_t avail) {
     return pos > 0 && pos < avail && p[pos] == 'e' ? pos + 1 : 0;
 }
 
-// The frame ids of a measured run into runIds_; false when a memo get is not a frame.
-bool PickleMachine::framesOfRun(const uint8_t* p, size_t len) {
-    if (runIds_.size() < len / 2) runIds_.resize(len / 2);  // a frame takes 2 bytes or more
-    size_t n = 0;
-    for (size_t pos = 0; pos + 1 < len;) {
-        uint64_t idx;
-        if (p[pos] == 'h') {
-            idx = p[pos + 1];
-            pos += 2;
-        } else {
-            idx = le32(p + pos + 1);
-            pos += 5;
-        }
-        if (idx >= memo_.size() || memo_[idx].tag != Tag::Frame) return false;
-        runIds_[n++] = memo_[idx].ref;
-    }
-    runCount_ = n;
-    return true;
-}
-
-namespace {
-constexpr size_t kKnownRunBytes = 4 << 20;  // bounds the cache whatever the number of distinct runs
-
-// A run's bytes hashed 8 at a time, in two independent chains; the last 16 bytes are read as two
-// words (overlapping bytes already hashed), short runs byte by byte.
-uint64_t hashBytes(const uint8_t* p, size_t n) {
-    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-    uint64_t a = n, b = 0x632BE59BD9B4E019ull;
-    uint64_t x = 0, y = 0;
-    for (size_t k = 0; k + 16 <= n; k += 16) {
-        std::memcpy(&x, p + k, 8);
-        std::memcpy(&y, p + k + 8, 8);
-        a = (a ^ x) * kMul;
-        a ^= a >> 32;
-        b = (b ^ y) * kMul;
-        b ^= b >> 32;
-    }
-    if (n >= 8) {
-        std::memcpy(&x, p + (n >= 16 ? n - 16 : 0), 8);
-        std::memcpy(&y, p + n - 8, 8);
-    } else {
-        x = y = 0;
-        for (size_t i = 0; i < n; ++i) x |= static_cast<uint64_t>(p[i]) << (8 * i);
-    }
-    a = (a ^ x) * kMul;
-    b = (b ^ y) * kMul;
-    uint64_t h = (a ^ (b >> 1)) * kMul;
-    return h ^ (h >> 29);
-}
-} // namespace
-
-const Value* PickleMachine::KnownRuns::find(const uint8_t* p, size_t len, uint64_t hash) const {
-    if (slots_.empty()) return nullptr;
-    size_t mask = slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        const Slot& s = slots_[i];
-        if (s.len == 0) return nullptr;
-        if (s.hash == hash && s.len == len && std::memcmp(bytes_.data() + s.begin, p, len) == 0) return &s.value;
-    }
-}
-
-void PickleMachine::KnownRuns::add(const uint8_t* p, size_t len, uint64_t hash, Value v) {
-    if (bytes_.size() + len > kKnownRunBytes) return;
-    if (count_ * 2 >= slots_.size()) grow();
-    size_t mask = slots_.size() - 1;
-    size_t i = hash & mask;
-    while (slots_[i].len != 0) i = (i + 1) & mask;
-    slots_[i] = {hash, static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(len), v};
-    bytes_.insert(bytes_.end(), p, p + len);
-    ++count_;
-}
-
-void PickleMachine::KnownRuns::grow() {
-    std::vector<Slot> old(std::max<size_t>(1024, slots_.size() * 2));
-    old.swap(slots_);
-    size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-        if (s.len == 0) continue;
-        size_t i = s.hash & mask;
-        while (slots_[i].len != 0) i = (i + 1) & mask;
-        slots_[i] = s;
-    }
-}
-
-void PickleMachine::KnownRuns::clear() {
-    slots_.clear();
-    bytes_.clear();
-    count_ = 0;
-}
-
-// After MARK on an empty list: a frames list read in one go from the avail bytes at p; returns
-// the bytes it took (none: anything else is left to run()). The same bytes are the same memo
-// gets, and a memo slot holding a frame is not rewritten without emptying knownRuns_: a run seen
-// before is neither scanned nor given to the hooks again.
-size_t PickleMachine::frameRun(const uint8_t* p, size_t avail) {
+// After MARK on an empty list: a list of memo gets offered whole to the hooks, from the avail
+// bytes at p; returns the bytes it took (none: anything else is left to run()).
+inline size_t PickleMachine::memoGetRun(const uint8_t* p, size_t avail) {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
     if (nd.count != 0 || nd.used() || nd.isCollapsed()) return 0;
-    size_t len = measureFrameRun(p, avail);
+    size_t len = measureMemoGetRun(p, avail);
     if (!len) return 0;
-    uint64_t hash = hashBytes(p, len);
     Value out;
-    if (const Value* known = knownRuns_.find(p, len, hash)) {
-        out = *known;
-    } else {
-        if (!framesOfRun(p, len) || !hooks_->absorbFrames(doc_, runIds_.data(), runCount_, out)) return 0;
-        knownRuns_.add(p, len, hash, out);
-    }
+    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_.data(), memo_.size()), out)) return 0;
     marks_.pop_back();
     doc_.node(id).collapse(out);
     collapsed(id, out);
@@ -548,7 +451,7 @@ binput:
 mark:
     if (marks_.size() >= limits_.maxMarks) fail("more than " + std::to_string(limits_.maxMarks) + " open MARKs");
     marks_.push_back(stack_.size());
-    if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) p += frameRun(p, static_cast<size_t>(end - p));
+    if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) p += memoGetRun(p, static_cast<size_t>(end - p));
     MEMLENS_NEXT_OPCODE();
 empty_dict:
     push(Value::node(Tag::Dict, makeNode(Tag::Dict)));

@@ -6,12 +6,57 @@
 #include "memlens/model/PickleDocument.h"
 
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 namespace memlens::model {
+
+// A memo slot: 8 bytes, the tag and a 32-bit reference (numbers keep their 64 bits elsewhere).
+struct MemoSlot {
+    uint32_t ref = 0;
+    Tag tag = Tag::Unset;
+};
+
+// A list written as MARK, memo gets (BINGET, LONG_BINGET) and APPENDS right after the empty list
+// (`] ( h h j ... e`), seen by the machine before it runs those opcodes, with the memo they read.
+class MemoGetRun {
+public:
+    MemoGetRun(std::span<const uint8_t> bytes, const MemoSlot* memo, size_t memoSize)
+        : bytes_(bytes), memo_(memo), memoSize_(memoSize) {}
+    // The gets and the closing APPENDS, as they are in the file.
+    std::span<const uint8_t> bytes() const { return bytes_; }
+    size_t gets() const { return bytes_.size() / 2; }  // at most (a get takes 2 bytes or 5)
+    // Calls f(const MemoSlot&) with the slot each get reads, in order; returns false as soon as f
+    // does or a get reads past the memo.
+    template <class F>
+    bool forEachSlot(F&& f) const {
+        const uint8_t* p = bytes_.data();
+        const size_t len = bytes_.size();
+        for (size_t pos = 0; pos + 1 < len;) {
+            uint64_t index;
+            if (p[pos] == 'h') {
+                index = p[pos + 1];
+                pos += 2;
+            } else {
+                uint32_t le;
+                std::memcpy(&le, p + pos + 1, 4);  // little-endian host, as the machine
+                index = le;
+                pos += 5;
+            }
+            if (index >= memoSize_ || !f(memo_[index])) return false;
+        }
+        return true;
+    }
+
+private:
+    std::span<const uint8_t> bytes_;
+    const MemoSlot* memo_;
+    size_t memoSize_;
+};
 
 // Lets a reader replace finished containers by compact domain objects while loading.
 class PickleHooks {
@@ -26,10 +71,11 @@ public:
     // Likewise when one APPENDS fills an empty list. A list absorbed this way that gets more items
     // before it is used is expanded again with expandList.
     virtual bool absorbList(PickleDocument& doc, const Value* items, size_t n, Value& out) { return false; }
-    // Fast path of absorbList for a list made only of frames already seen (given by their ids).
-    // For a list of the same bytes again (the same memo gets of the same frames) the machine
-    // reuses the answer without calling this.
-    virtual bool absorbFrames(PickleDocument& doc, const uint32_t* frameIds, size_t n, Value& out) { return false; }
+    // Fast path of absorbList for a list made only of memo gets, before they are run: returning
+    // true stores `out` in place of the list, and the machine skips the run's bytes.
+    virtual bool absorbMemoRun(PickleDocument& doc, const MemoGetRun& run, Value& out) { return false; }
+    // A memo slot that held `old` is given another value (a PUT over it).
+    virtual void memoRewritten(uint64_t index, Value old) {}
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
 };
 
@@ -117,9 +163,8 @@ private:
         if (v.isContainer()) nodeMemo_[v.ref] = kShared;
     }
     void collapsed(uint32_t id, Value c);  // rewrites the node's memo slot to the collapsed value
-    size_t frameRun(const uint8_t* p, size_t avail);
-    static size_t measureFrameRun(const uint8_t* p, size_t avail);
-    bool framesOfRun(const uint8_t* p, size_t len);
+    [[gnu::always_inline]] inline size_t memoGetRun(const uint8_t* p, size_t avail);  // in run(): once per list
+    static size_t measureMemoGetRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 
     ByteReader& in_;
@@ -128,12 +173,8 @@ private:
     PickleLimits limits_;
     ValueStack stack_;
     std::vector<size_t> marks_;
-    // Memo slots take 8 bytes: the tag and a 32-bit reference; numbers (rarely memoised) keep
-    // their 64 bits in memoNumbers_.
-    struct MemoSlot {
-        uint32_t ref = 0;
-        Tag tag = Tag::Unset;
-    };
+    // Memo slots take 8 bytes (MemoSlot); numbers (rarely memoised) keep their 64 bits in
+    // memoNumbers_.
     MemoSlot encode(Value v) {
         if (v.tag == Tag::Int || v.tag == Tag::UInt || v.tag == Tag::Float) {
             memoNumbers_.push_back(v.bits);
@@ -153,28 +194,6 @@ private:
     static constexpr uint32_t kShared = ~uint32_t(0);
     std::vector<uint32_t> nodeMemo_;
     std::vector<uint64_t> memoNumbers_;
-    std::vector<uint32_t> runIds_;
-    size_t runCount_ = 0;
-    // Frames lists already absorbed, by their bytes, with what the hooks made of them.
-    class KnownRuns {
-    public:
-        const Value* find(const uint8_t* p, size_t len, uint64_t hash) const;
-        void add(const uint8_t* p, size_t len, uint64_t hash, Value v);
-        void clear();
-
-    private:
-        struct Slot {
-            uint64_t hash = 0;
-            uint32_t begin = 0;
-            uint32_t len = 0;  // 0: empty
-            Value value;
-        };
-        void grow();
-        std::vector<Slot> slots_;  // open addressing; a power of two
-        std::vector<uint8_t> bytes_;
-        size_t count_ = 0;
-    };
-    KnownRuns knownRuns_;
     std::unordered_map<uint64_t, Value> sparseMemo_;
     uint64_t opOffset_ = 0;
     int protocol_ = 0;

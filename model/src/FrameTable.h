@@ -1,0 +1,51 @@
+#pragma once
+// Internal to the snapshot reader.
+#include "SnapshotKeys.h"
+
+#include "memlens/model/PickleValue.h"
+#include "memlens/model/Snapshot.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace memlens::model {
+
+// The frames and stacks of a snapshot as it is read, each stored once in the Snapshot: a frame
+// dict's file, name and line give a frame id, a list of frame ids a stack id.
+class FrameTable {
+public:
+    FrameTable(Snapshot& snap, const SnapshotKeys& keys) : snap_(snap), k_(keys) {}
+
+    // The frame of a frame dict's keys and values ({filename, name, line}, fx_* keys ignored);
+    // nullopt when they are not one.
+    std::optional<FrameId> frame(const Value* items, size_t n);
+    StackId stack(const FrameId* ids, size_t n);
+
+private:
+    struct FrameKey {
+        StringId file, name;
+        uint64_t line;
+        bool known;
+        bool operator==(const FrameKey&) const = default;
+    };
+    struct FrameKeyHash {
+        size_t operator()(const FrameKey& k) const {
+            uint64_t h = k.file * 0x9E3779B97F4A7C15ull ^ (k.name + 0x632BE59BD9B4E019ull) * 0xBF58476D1CE4E5B9ull;
+            h ^= (k.line + k.known) * 0x94D049BB133111EBull;
+            return static_cast<size_t>(h ^ (h >> 31));
+        }
+    };
+    void growStackTable();
+
+    Snapshot& snap_;
+    const SnapshotKeys& k_;
+    std::unordered_map<FrameKey, FrameId, FrameKeyHash> frameIndex_;
+    std::vector<StackId> stackSlots_;       // open addressing; a power of two; 0: empty
+    std::vector<uint64_t> stackHashes_{0};  // per stack id; stack 0 is the empty stack
+    size_t stackCount_ = 0;
+};
+
+} // namespace memlens::model

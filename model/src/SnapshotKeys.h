@@ -1,0 +1,28 @@
+#pragma once
+// Internal to the snapshot reader: the key strings of a snapshot, interned once so that dict keys
+// compare as integers.
+#include "memlens/model/StringTable.h"
+
+namespace memlens::model {
+
+struct SnapshotKeys {
+    StringId filename, name, line, action, addr, size, stream, time_us, frames, device_free, compile_context,
+        user_metadata, segments, device_traces, device, address, total_size, allocated_size, active_size,
+        requested_size, segment_type, segment_pool_id, is_expandable, blocks, state, history, real_size,
+        allocator_settings, external_annotations, stage, large;
+    explicit SnapshotKeys(StringTable& s)
+        : filename(s.intern("filename")), name(s.intern("name")), line(s.intern("line")), action(s.intern("action")),
+          addr(s.intern("addr")), size(s.intern("size")), stream(s.intern("stream")), time_us(s.intern("time_us")),
+          frames(s.intern("frames")), device_free(s.intern("device_free")),
+          compile_context(s.intern("compile_context")), user_metadata(s.intern("user_metadata")),
+          segments(s.intern("segments")), device_traces(s.intern("device_traces")), device(s.intern("device")),
+          address(s.intern("address")), total_size(s.intern("total_size")), allocated_size(s.intern("allocated_size")),
+          active_size(s.intern("active_size")), requested_size(s.intern("requested_size")),
+          segment_type(s.intern("segment_type")), segment_pool_id(s.intern("segment_pool_id")),
+          is_expandable(s.intern("is_expandable")), blocks(s.intern("blocks")), state(s.intern("state")),
+          history(s.intern("history")), real_size(s.intern("real_size")),
+          allocator_settings(s.intern("allocator_settings")), external_annotations(s.intern("external_annotations")),
+          stage(s.intern("stage")), large(s.intern("large")) {}
+};
+
+} // namespace memlens::model

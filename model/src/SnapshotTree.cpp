@@ -1,0 +1,275 @@
+#include "SnapshotTree.h"
+
+#include "memlens/model/ParseError.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace memlens::model {
+
+namespace {
+[[noreturn]] void fail(const std::string& path, const std::string& what) { TreeFields::fail(path, what); }
+} // namespace
+
+DeviceData& SnapshotTree::deviceData(int d) {
+    auto it = std::lower_bound(snap_.devices.begin(), snap_.devices.end(), d,
+                               [](const DeviceData& dd, int v) { return dd.device < v; });
+    if (it == snap_.devices.end() || it->device != d) {
+        it = snap_.devices.insert(it, DeviceData{});
+        it->device = d;
+    }
+    return *it;
+}
+
+void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut) {
+    uint32_t s = fields_.dictNode(sv, path, "a segment");
+    Segment seg;
+    uint64_t dev = fields_.intField(s, k_.device, path, true);
+    if (dev > 1u << 16)
+        fail(fields_.keyPath(path, k_.device), "device index " + std::to_string(dev) + " is out of range");
+    seg.device = static_cast<int>(dev);
+    seg.address = fields_.intField(s, k_.address, path, true);
+    seg.totalSize = fields_.intField(s, k_.total_size, path, true);
+    seg.allocatedSize = fields_.intField(s, k_.allocated_size, path, false);
+    seg.activeSize = fields_.intField(s, k_.active_size, path, false);
+    seg.requestedSize = fields_.intField(s, k_.requested_size, path, false);
+    seg.stream = fields_.intField(s, k_.stream, path, false);
+    if (const Value* t = fields_.field(s, k_.segment_type); t && t->tag == Tag::Str) seg.isLarge = t->ref == k_.large;
+    if (const Value* e = fields_.field(s, k_.is_expandable); e && e->isInt()) seg.isExpandable = e->bits != 0;
+    if (const Value* p = fields_.field(s, k_.segment_pool_id); p && p->tag == Tag::Tuple) {
+        std::vector<Value> ids;
+        doc_.forEach(p->ref, [&](const Value& x) { ids.push_back(x); });
+        if (ids.size() == 2 && ids[0].isInt() && ids[1].isInt()) {
+            seg.poolOwner = ids[0].asInt();
+            seg.poolId = ids[1].asInt();
+        }
+    }
+    seg.stack = fields_.stackOf(fields_.field(s, k_.frames), fields_.keyPath(path, k_.frames));
+    const Value* bl = fields_.field(s, k_.blocks);
+    if (!bl) fail(path, "missing key 'blocks' (expected a list of block dicts)");
+    std::string bpath = fields_.keyPath(path, k_.blocks);
+    auto items = fields_.listItems(*bl, bpath, "block dicts");
+    std::vector<Block> blocks;
+    blocks.reserve(items.size());
+    uint64_t running = seg.address;
+    for (size_t i = 0; i < items.size(); ++i) {
+        std::string p = bpath + "[" + std::to_string(i) + "]";
+        uint32_t b = fields_.dictNode(items[i], p, "a block");
+        Block blk;
+        blk.size = fields_.intField(b, k_.size, p, true);
+        blk.requestedSize = fields_.intField(b, k_.requested_size, p, false);
+        const Value* st = fields_.field(b, k_.state);
+        if (!st) fail(p, "missing key 'state' (expected 'active_allocated', 'active_pending_free' or 'inactive')");
+        if (st->tag != Tag::Str)
+            fail(fields_.keyPath(p, k_.state), std::string("expected a str, found a ") + tagName(st->tag));
+        std::string_view sn = doc_.strings.view(st->ref);
+        if (sn == "active_allocated")
+            blk.state = BlockState::ActiveAllocated;
+        else if (sn == "active_pending_free" || sn == "active_awaiting_free")
+            blk.state = BlockState::ActivePendingFree;
+        else if (sn == "inactive")
+            blk.state = BlockState::Inactive;
+        else
+            fail(fields_.keyPath(p, k_.state), "unknown block state '" + std::string(sn.substr(0, 60)) + "'");
+        const Value* a = fields_.field(b, k_.address);
+        if (a && a->isInt()) {
+            blk.address = a->bits;
+        } else {
+            blk.address = running;  // torch 2.0 blocks have no address
+        }
+        running = blk.address + blk.size;
+        if (const Value* h = fields_.field(b, k_.history); h && (h->tag == Tag::List)) {
+            legacy_ = true;
+            std::vector<Value> hist;
+            doc_.forEach(h->ref, [&](const Value& x) { hist.push_back(x); });
+            if (!hist.empty() && hist[0].tag == Tag::Dict)
+                blk.stack = fields_.stackOf(fields_.field(hist[0].ref, k_.frames),
+                                            fields_.keyPath(p, k_.history) + "[0]['frames']");
+        } else {
+            blk.stack = fields_.stackOf(fields_.field(b, k_.frames), fields_.keyPath(p, k_.frames));
+        }
+        blocks.push_back(blk);
+    }
+    blocksOut.push_back(std::move(blocks));
+    segTmp_.push_back(seg);  // blocks are attached per device in finish()
+}
+
+void SnapshotTree::readTraces(const Value& tv) {
+    TraceColumns& rows = traceRows_.rows();
+    auto lists = fields_.listItems(tv, "device_traces", "per-device trace lists");
+    // rows of all devices, in device order; the common case of one device keeps its columns as they are
+    std::vector<std::vector<uint32_t>> perDevice(lists.size());
+    size_t total = 0;
+    for (size_t d = 0; d < lists.size(); ++d) {
+        std::string path = "device_traces[" + std::to_string(d) + "]";
+        if (lists[d].tag == Tag::None) continue;
+        uint32_t node = fields_.listNode(lists[d], path, "trace entry dicts");  // read in place: it holds every entry
+        auto& ids = perDevice[d];
+        ids.reserve(doc_.node(node).count);
+        doc_.forEach(node, [&](const Value& e) {
+            if (e.tag == Tag::Row) {
+                ids.push_back(e.ref);
+            } else if (e.tag == Tag::Dict) {
+                std::string p = path + "[" + std::to_string(ids.size()) + "]";
+                ids.push_back(traceRows_.fromDict(e.ref, p));
+            } else {
+                fail(path + "[" + std::to_string(ids.size()) + "]",
+                     std::string("expected a trace entry dict, found a ") + tagName(e.tag));
+            }
+        });
+        total += ids.size();
+        deviceData(static_cast<int>(d)).hasTraceList = true;
+    }
+    for (size_t d = 0; d < lists.size(); ++d) {
+        const auto& ids = perDevice[d];
+        if (ids.empty()) continue;
+        TraceColumns& out = deviceData(static_cast<int>(d)).trace;
+        bool whole = ids.size() == rows.rows() && total == ids.size();
+        for (size_t i = 0; whole && i < ids.size(); ++i) whole = ids[i] == i;
+        if (whole) {
+            out = std::move(rows);
+            rows.clear();
+            continue;
+        }
+        out.reserve(ids.size());
+        for (uint32_t r : ids) {
+            out.action.push_back(rows.action[r]);
+            out.actionName.push_back(rows.actionName[r]);
+            out.flags.push_back(rows.flags[r]);
+            out.addr.push_back(rows.addr[r]);
+            out.size.push_back(rows.size[r]);
+            out.stream.push_back(rows.stream[r]);
+            out.timeUs.push_back(rows.timeUs[r]);
+            out.stack.push_back(rows.stack[r]);
+            out.compileContext.push_back(rows.compileContext[r]);
+            out.userMetadata.push_back(rows.userMetadata[r]);
+        }
+    }
+    rows.clear();
+}
+
+void SnapshotTree::readAnnotations(const Value& av) {
+    if (av.tag != Tag::List) {
+        snap_.warnings.push_back("external_annotations is not a list; ignored");
+        return;
+    }
+    size_t i = 0;
+    doc_.forEach(av.ref, [&](const Value& v) {
+        ++i;
+        if (v.tag != Tag::Dict) return;
+        Annotation a;
+        const Value* st = fields_.field(v.ref, k_.stage);
+        const Value* nm = fields_.field(v.ref, k_.name);
+        if (!st || st->tag != Tag::Str || !nm || nm->tag != Tag::Str) {
+            snap_.warnings.push_back("external_annotations[" + std::to_string(i - 1) + "] has no stage or name; ignored");
+            return;
+        }
+        a.start = doc_.strings.view(st->ref) == "START";
+        a.name = nm->ref;
+        if (const Value* d = fields_.field(v.ref, k_.device); d && d->isInt()) a.device = static_cast<int>(d->asInt());
+        if (const Value* t = fields_.field(v.ref, k_.time_us); t && t->isInt()) a.timeUs = t->asInt();
+        snap_.annotations.push_back(a);
+    });
+}
+
+void SnapshotTree::readSettings(const Value& sv) {
+    if (sv.tag != Tag::Dict) return;
+    doc_.forEachPair(sv.ref, [&](const Value& k, const Value& v) {
+        snap_.allocatorSettings.emplace_back(fields_.toText(k, 0), fields_.toText(v, 0));
+    });
+}
+
+void SnapshotTree::checkInvariants() {
+    for (const auto& dd : snap_.devices) {
+        for (size_t i = 0; i < dd.segments.size(); ++i) {
+            const Segment& s = dd.segments[i];
+            uint64_t sum = 0, alloc = 0, active = 0;
+            uint64_t expect = s.address;
+            bool contiguous = true;
+            for (uint32_t b = s.firstBlock; b < s.firstBlock + s.blockCount; ++b) {
+                const Block& blk = dd.blocks[b];
+                sum += blk.size;
+                if (blk.address != expect) contiguous = false;
+                expect = blk.address + blk.size;
+                if (blk.state == BlockState::ActiveAllocated) alloc += blk.size;
+                if (blk.state != BlockState::Inactive) active += blk.size;
+            }
+            auto where = "device " + std::to_string(dd.device) + " segment at 0x" + [&] {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(s.address));
+                return std::string(buf);
+            }();
+            if (sum != s.totalSize)
+                snap_.warnings.push_back(where + ": block sizes add up to " + std::to_string(sum) + ", total_size is " +
+                                        std::to_string(s.totalSize));
+            if (!contiguous) snap_.warnings.push_back(where + ": blocks are not contiguous");
+            if (alloc != s.allocatedSize)
+                snap_.warnings.push_back(where + ": allocated blocks add up to " + std::to_string(alloc) +
+                                        ", allocated_size is " + std::to_string(s.allocatedSize));
+            if (active != s.activeSize)
+                snap_.warnings.push_back(where + ": active blocks add up to " + std::to_string(active) +
+                                        ", active_size is " + std::to_string(s.activeSize));
+            if (i > 0 && dd.segments[i - 1].address + dd.segments[i - 1].totalSize > s.address)
+                snap_.warnings.push_back(where + ": overlaps the previous segment");
+        }
+    }
+}
+
+void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const LoadOptions& options) {
+    snap_.pickleProtocol = protocol;
+    snap_.fileBytes = fileBytes;
+    Value segments;
+    if (root.tag == Tag::List) {
+        snap_.layout = Layout::BareSegmentList;
+        segments = root;
+    } else if (root.tag == Tag::Dict) {
+        const Value* s = fields_.field(root.ref, k_.segments);
+        if (!s) {
+            std::string keys;
+            int n = 0;
+            doc_.forEachPair(root.ref, [&](const Value& k, const Value&) {
+                if (n++ >= 4) return;
+                keys += (keys.empty() ? "" : ", ") + ("'" + fields_.toText(k, 7).substr(0, 40) + "'");
+            });
+            fail("top level",
+                 "not a PyTorch memory snapshot: the dict has no 'segments' key (it has " +
+                     (keys.empty() ? std::string("no keys") : keys + (n > 4 ? ", ..." : "")) +
+                     "); expected the output of torch.cuda.memory._dump_snapshot()");
+        }
+        segments = *s;
+        if (const Value* t = fields_.field(root.ref, k_.device_traces); t && t->tag != Tag::None) readTraces(*t);
+        if (const Value* a = fields_.field(root.ref, k_.external_annotations); a) readAnnotations(*a);
+        if (const Value* a = fields_.field(root.ref, k_.allocator_settings); a) readSettings(*a);
+    } else {
+        fail("top level", std::string("not a PyTorch memory snapshot: the pickle holds a ") + tagName(root.tag) +
+                              ", expected a dict with 'segments' and 'device_traces', or a list of segments");
+    }
+    if (options.progress) options.progress("building", 0.5);
+    auto segItems = fields_.listItems(segments, root.tag == Tag::List ? "top level" : "segments", "segment dicts");
+    std::vector<std::vector<Block>> blockLists;
+    for (size_t i = 0; i < segItems.size(); ++i) {
+        if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
+        readSegment(segItems[i], (root.tag == Tag::List ? "" : "segments") + std::string("[") + std::to_string(i) + "]",
+                    blockLists);
+    }
+    if (legacy_ && snap_.layout == Layout::Dict) snap_.layout = Layout::Legacy20;
+    // group segments by device, in address order
+    std::vector<size_t> order(segTmp_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return segTmp_[a].device != segTmp_[b].device ? segTmp_[a].device < segTmp_[b].device
+                                                      : segTmp_[a].address < segTmp_[b].address;
+    });
+    for (size_t i : order) {
+        Segment seg = segTmp_[i];
+        DeviceData& dd = deviceData(seg.device);
+        seg.firstBlock = static_cast<uint32_t>(dd.blocks.size());
+        seg.blockCount = static_cast<uint32_t>(blockLists[i].size());
+        dd.blocks.insert(dd.blocks.end(), blockLists[i].begin(), blockLists[i].end());
+        dd.segments.push_back(seg);
+    }
+    checkInvariants();
+    if (options.progress) options.progress("building", 1.0);
+}
+
+} // namespace memlens::model

@@ -1,0 +1,62 @@
+#pragma once
+// Internal to the snapshot reader.
+#include "Prefaulter.h"
+#include "SnapshotKeys.h"
+
+#include "memlens/model/PickleDocument.h"
+#include "memlens/model/Snapshot.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memlens::model {
+
+// The trace entries of a snapshot as it is read: each entry dict becomes a row of the columns as
+// soon as it is complete (rows() holds all devices' entries, in the order read).
+class TraceRows {
+public:
+    TraceRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes);
+
+    // The row of a trace entry dict's keys and values; nullopt when they are not one.
+    std::optional<uint32_t> fromItems(const Value* items, size_t n);
+    // The row of an entry dict left in the tree (at path); throws a ParseError naming the key when
+    // it is not one.
+    uint32_t fromDict(uint32_t node, const std::string& path);
+
+    TraceColumns& rows() { return rows_; }
+
+private:
+    enum class EntryKey : uint8_t {
+        Other, Action, Addr, Size, Stream, DeviceFree, TimeUs, Frames, CompileContext, UserMetadata
+    };
+    struct Row {
+        Action action;
+        StringId actionName;
+        uint8_t flags;
+        uint64_t addr, size, stream;
+        int64_t timeUs;
+        StackId stack;
+        StringId compileContext, userMetadata;
+    };
+    // Inline (defined in TraceRows.cpp, their only user): they run for every trace entry.
+    // Both of the above: with path == nullptr returns nullopt on any mismatch, otherwise throws.
+    [[gnu::always_inline]] inline std::optional<uint32_t> read(const Value* items, size_t n, const std::string* path);
+    static inline bool entryInt(const Value& v, bool negativeOk, uint64_t& out, const char*& bad);
+    inline Action actionOf(StringId name);
+    [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
+    // The pages of the rows after the next kPrefaultRows, while those are being written.
+    static constexpr size_t kPrefaultRows = 16384;
+    void prefaultRows();
+
+    const PickleDocument& doc_;
+    TraceColumns rows_;
+    Prefaulter prefaulter_;
+    std::vector<int8_t> actionCache_;
+    std::vector<EntryKey> entryKeys_;  // by string id: which trace entry field a key names
+    std::vector<Value> tmpItems_;
+};
+
+} // namespace memlens::model
