@@ -2,7 +2,7 @@
 // Reading the graph scans' JSON text, written by the Python agent or the C++ capture library
 // (capture/python/memlens_agent/README-graphs.md).
 #include "memlens/model/GraphScanData.h"
-#include "memlens/model/Session.h"
+#include "memlens/model/SessionData.h"
 
 #include <cstdint>
 #include <string>
