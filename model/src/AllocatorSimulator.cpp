@@ -72,7 +72,8 @@ uint64_t AllocatorSimulator::reservationSize(bool small) const {
 
 bool AllocatorSimulator::deviceAllows(uint64_t bytes) const {
     if (refusal_ == DeviceRefusal::Always) return false;
-    if (refusal_ == DeviceRefusal::UntilFlush && !flushed_) return false;
+    if (refusal_ == DeviceRefusal::UntilFlush && !flushed_ && (releasesNeeded_ == 0 || released_ < releasesNeeded_))
+        return false;
     if (settings_.capacity && reserved_ + bytes > settings_.capacity) return false;
     return true;
 }
@@ -141,9 +142,16 @@ void AllocatorSimulator::addReservation(uint64_t base, uint64_t size, uint64_t s
     uint64_t highest = base + pageSize(small);
     auto link = [&](uint64_t ptr, uint64_t sz, bool isMapped, const InitialBlock* ib) {
         if (prev >= 0 && !blocks_[prev].allocated && blocks_[prev].mapped == isMapped && !(ib && ib->allocated)) {
-            if (isMapped) eraseFree(prev); else small ? small_.unmapped.erase(akey(prev)) : large_.unmapped.erase(akey(prev));
-            blocks_[prev].size += sz;
-            if (isMapped) insertFree(prev); else poolOf(blocks_[prev]).unmapped.insert(akey(prev));
+            Pool& p = poolOf(blocks_[prev]);
+            if (isMapped) {
+                eraseFree(prev);
+                blocks_[prev].size += sz;
+                insertFree(prev);
+            } else {
+                p.unmapped.erase(akey(prev));
+                blocks_[prev].size += sz;
+                p.unmapped.insert(akey(prev));
+            }
             return;
         }
         int32_t b = newBlock();
@@ -333,6 +341,7 @@ int32_t AllocatorSimulator::tryAllocateExpandable(Pool& p, uint64_t size, uint64
 void AllocatorSimulator::releaseBlock(int32_t b) {
     Blk& k = blocks_[b];
     emit(Action::SegmentFree, k.ptr, k.size, k.stream);
+    ++released_;
     reserved_ -= k.size;
     --segments_;
     addresses_.release(k.ptr);
@@ -392,6 +401,7 @@ void AllocatorSimulator::unmapBlock(int32_t b) {
     p.unmapped.insert(akey(b));
     reserved_ -= usize;
     emit(Action::SegmentUnmap, uptr, usize, blocks_[b].stream);
+    ++released_;
 }
 
 void AllocatorSimulator::releaseBlocks(Pool& p) {
@@ -492,9 +502,12 @@ void AllocatorSimulator::garbageCollect() {
     }
 }
 
-bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, DeviceRefusal refusal, uint64_t deviceFree) {
+bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, DeviceRefusal refusal, uint64_t deviceFree,
+                                uint32_t releases) {
     refusal_ = refusal;
     flushed_ = false;
+    releasesNeeded_ = releases;
+    released_ = 0;
     const uint64_t size = settings_.roundSize(orig);
     Pool& p = size <= kSmallSize ? small_ : large_;
     const uint64_t allocSize = settings_.allocationSize(size);

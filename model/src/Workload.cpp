@@ -82,6 +82,7 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     auto isRelease = [&](int64_t i) { return t.action[i] == Action::SegmentFree || t.action[i] == Action::SegmentUnmap; };
     int64_t nextFirst = 0;
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
+    uint32_t pendingReleases = 0;
     auto push = [&](WorkloadOp op) {
         op.firstEntry = nextFirst;
         nextFirst = op.position + 1;
@@ -97,7 +98,9 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             op.stream = t.stream[i];
             op.position = i;
             op.refusal = pending;
+            op.releases = pendingReleases;
             pending = DeviceRefusal::None;
+            pendingReleases = 0;
             WorkloadAllocation a;
             a.allocEntry = i;
             a.size = t.size[i];
@@ -162,7 +165,10 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             int64_t m = k;
             while (m < n && (t.action[m] == Action::SegmentAlloc || t.action[m] == Action::SegmentMap)) ++m;
             if (m > k && m < n && t.action[m] == Action::Alloc && t.stack[i] != 0 && t.stack[i] == t.stack[m]) {
-                pending = DeviceRefusal::UntilFlush;  // cudaMalloc failed, cache flushed, retry succeeded
+                // cudaMalloc failed; oversize blocks (max_split_size_mb) or every cached block
+                // released; the retry succeeded
+                pending = DeviceRefusal::UntilFlush;
+                pendingReleases = static_cast<uint32_t>(j - i);
                 ++w.oomRetries;
                 break;
             }

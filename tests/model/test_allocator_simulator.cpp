@@ -258,6 +258,32 @@ TEST(AllocatorSimulator, RecordedRefusals) {
     EXPECT_EQ(events(sim, before), (V{ev(kOom, 12345, 3 * MiB)}));
 }
 
+// A replayed retry that released oversize blocks only (release_available_cached_blocks): the
+// device accepts once as many segments were released as the recording shows, the rest stays cached
+TEST(AllocatorSimulator, RecordedRetryAfterReleasingOversizeBlocks) {
+    for (uint32_t releases : {1u, 0u}) {
+        SimulatorSettings st;
+        st.set("max_split_size_mb", "128");
+        AddressSpace as;
+        as.addRecordedSegment(600 * MiB, S1);
+        as.addRecordedSegment(20 * MiB, S2);
+        as.addRecordedSegment(500 * MiB, S3);
+        AllocatorSimulator sim(st, as);
+        ASSERT_TRUE(sim.malloc(0, 600 * MiB, 0));
+        ASSERT_TRUE(sim.malloc(1, 5 * MiB, 0));
+        ASSERT_TRUE(sim.free(0));
+        ASSERT_TRUE(sim.free(1));  // S2 merged back: whole and free
+        size_t before = sim.events().size();
+        ASSERT_TRUE(sim.malloc(2, 500 * MiB, 0, DeviceRefusal::UntilFlush, 0, releases));
+        if (releases == 1)  // release_available frees S1 (600 >= 500 + 20 was refused), the retry fits
+            EXPECT_EQ(events(sim, before), (V{ev(kSegFree, S1, 600 * MiB), ev(kSegAlloc, S3, 500 * MiB),
+                                              ev(kAlloc, S3, 500 * MiB)}));
+        else  // only a full flush lets it: S2 goes too
+            EXPECT_EQ(events(sim, before), (V{ev(kSegFree, S1, 600 * MiB), ev(kSegFree, S2, 20 * MiB),
+                                              ev(kSegAlloc, S3, 500 * MiB), ev(kAlloc, S3, 500 * MiB)}));
+    }
+}
+
 // T9, T10: expandable segments grow in place; release unmaps whole pages only
 TEST(AllocatorSimulator, ExpandableSegmentsGrowAndUnmap) {
     SimulatorSettings st;
