@@ -165,6 +165,7 @@ int replayCommand(const std::vector<std::string>& args) {
                        {"recorded_ooms", w.recordedOoms},
                        {"unmatched_frees", w.unmatchedFrees},
                        {"streams", w.streams},
+                       {"caveats", w.caveats},
                        {"segment_addresses",
                         Json{{"recorded", r.segmentAddressesRecorded}, {"invented", r.segmentAddressesInvented}}}});
         return 0;

@@ -183,6 +183,27 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
         }
     }
     w.streams = streams.size();
+
+    uint64_t privateSegments = 0;
+    for (const Segment& s : dd->segments)
+        if (s.poolOwner != 0 || s.poolId != 0) ++privateSegments;
+    if (privateSegments)
+        w.caveats.push_back(std::to_string(privateSegments) +
+                            " segments of the snapshot belong to private pools (CUDA graphs, MemPool), which the "
+                            "simulator does not model");
+    if (settings.garbageCollectionThreshold > 0.0 && !settings.fractionSet())
+        w.caveats.push_back("garbage_collection_threshold is set, but the per-process memory fraction it needs "
+                            "(set_per_process_memory_fraction) is not in the snapshot: no collection is simulated");
+    if (w.unmatchedFrees)
+        w.caveats.push_back(std::to_string(w.unmatchedFrees) +
+                            " free_completed entries free blocks the rewound state does not hold (outside every "
+                            "segment): they are left out");
+    if (w.estimatedInitialBlocks)
+        w.caveats.push_back(std::to_string(w.estimatedInitialBlocks) +
+                            " blocks allocated before the trace and freed in it have sizes rebuilt from the size "
+                            "asked (rounded; up to 1 MiB of an unsplit large block may be missing)");
+    if (snapshot.layout == Layout::BareSegmentList)
+        w.caveats.push_back("the snapshot has no trace: there is nothing to replay");
     return w;
 }
 

@@ -61,6 +61,9 @@ struct Workload {
     uint64_t oomRetries = 0;                     // segment_free bursts of a malloc whose retry succeeded
     uint64_t recordedOoms = 0;
     uint64_t streams = 0;
+    // What the replay cannot know, as sentences (private pools, settings the snapshot lacks, ...):
+    // where the simulation differs from the recording, the reason is likely among them.
+    std::vector<std::string> caveats;
 
     // A fresh address space holding the recording's addresses.
     AddressSpace addressSpace() const;
