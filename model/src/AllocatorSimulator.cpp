@@ -38,24 +38,28 @@ int32_t AllocatorSimulator::newBlock() {
 void AllocatorSimulator::dropBlock(int32_t b) { freeSlots_.push_back(b); }
 
 void AllocatorSimulator::insertFree(int32_t b) {
-    Pool& p = poolOf(blocks_[b]);
-    blocks_[b].gcBase = p.gcCalls;
+    Blk& k = blocks_[b];
+    Pool& p = poolOf(k);
+    k.gcBase = p.gcCalls;
+    k.inFree = true;
     if (spareNodes_.empty()) {
-        p.blocks.insert(key(b));
+        k.freeIt = p.blocks.insert(key(b)).first;
         return;
     }
     auto node = std::move(spareNodes_.back());
     spareNodes_.pop_back();
     node.value() = key(b);
-    p.blocks.insert(std::move(node));
+    k.freeIt = p.blocks.insert(std::move(node)).position;
 }
 
-void AllocatorSimulator::eraseFree(Pool& p, std::set<FreeKey>::iterator it) { spareNodes_.push_back(p.blocks.extract(it)); }
+void AllocatorSimulator::eraseFree(Pool& p, std::set<FreeKey>::iterator it) {
+    blocks_[it->idx].inFree = false;
+    spareNodes_.push_back(p.blocks.extract(it));
+}
 
 void AllocatorSimulator::eraseFree(int32_t b) {
-    Pool& p = poolOf(blocks_[b]);
-    auto it = p.blocks.find(key(b));
-    if (it != p.blocks.end()) eraseFree(p, it);
+    Blk& k = blocks_[b];
+    if (k.inFree) eraseFree(poolOf(k), k.freeIt);
 }
 
 void AllocatorSimulator::emit(Action a, uint64_t addr, uint64_t size, uint64_t stream) {

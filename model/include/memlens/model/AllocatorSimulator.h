@@ -140,13 +140,8 @@ public:
     std::vector<SegmentView> segments() const;
 
 private:
-    struct Blk {
-        uint64_t ptr = 0, size = 0, requested = 0, stream = 0;
-        int64_t gcBase = 0;
-        int32_t prev = -1, next = -1, res = -1;
-        uint32_t id = 0;
-        bool small = false, allocated = false, mapped = true;
-    };
+    struct FreeKey;
+    struct Blk;
     struct FreeKey {
         uint64_t stream, size, ptr;
         int32_t idx;
@@ -155,6 +150,14 @@ private:
             if (size != o.size) return size < o.size;
             return ptr < o.ptr;
         }
+    };
+    struct Blk {
+        uint64_t ptr = 0, size = 0, requested = 0, stream = 0;
+        int64_t gcBase = 0;
+        int32_t prev = -1, next = -1, res = -1;
+        uint32_t id = 0;
+        bool small = false, allocated = false, mapped = true, inFree = false;
+        std::set<FreeKey>::iterator freeIt{};  // where it is in its pool's free set, when inFree
     };
     struct AddrKey {
         uint64_t stream, ptr;
