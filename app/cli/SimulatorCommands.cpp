@@ -2,6 +2,7 @@
 #include "CliArgs.h"
 #include "Commands.h"
 
+#include "memlens/model/Iterations.h"
 #include "memlens/model/ParseError.h"
 #include "memlens/model/Replay.h"
 #include "memlens/model/SimulatorSettings.h"
@@ -164,6 +165,7 @@ int replayCommand(const std::vector<std::string>& args) {
                        {"recorded_ooms", w.recordedOoms},
                        {"unmatched_frees", w.unmatchedFrees},
                        {"streams", w.streams},
+                       {"caveats", w.caveats},
                        {"segment_addresses",
                         Json{{"recorded", r.segmentAddressesRecorded}, {"invented", r.segmentAddressesInvented}}}});
         return 0;
@@ -198,7 +200,7 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     std::vector<std::string> args = argsIn;
     std::vector<std::string> sets = takeRepeated(args, "set");
     std::vector<std::string> stacks = takeRepeated(args, "free-stack");
-    CliArgs a(args, {"json"}, {"device", "capacity", "fraction", "drop-above", "scale"});
+    CliArgs a(args, {"json"}, {"device", "capacity", "fraction", "drop-above", "scale", "iteration"});
     std::string file = oneFile(a, "whatif");
     Snapshot snap = model::readSnapshotFile(file);
     int dev = deviceOf(snap, a);
@@ -232,6 +234,17 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
             throw std::invalid_argument("--scale " + *s + ": expected a positive factor");
         edits.scale = v;
     }
+    if (auto it = a.value("iteration")) {
+        int64_t v = 0;
+        auto r = std::from_chars(it->data(), it->data() + it->size(), v);
+        if (it->empty() || r.ec != std::errc() || r.ptr != it->data() + it->size())
+            throw std::invalid_argument("--iteration " + *it + ": expected an iteration number");
+        if (!edits.dropAbove && edits.scale == 1.0)
+            throw std::invalid_argument("--iteration " + *it + ": goes with --drop-above or --scale");
+        if (model::detectIterations(snap, dev).empty())
+            throw std::invalid_argument("--iteration " + *it + ": the snapshot has no iteration annotations");
+        edits.iteration = v;
+    }
     model::WhatIfResult res = model::whatIf(snap, dev, settings, edits);
     if (a.has("json")) {
         Json e{{"iterations", res.edits.iterations},
@@ -243,6 +256,7 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
                {"dropped", res.edits.dropped},
                {"bytes_dropped", res.edits.bytesDropped},
                {"scale", edits.scale},
+               {"iteration", edits.iteration ? Json(*edits.iteration) : Json(nullptr)},
                {"scaled", res.edits.scaled}};
         printJson(Json{{"device", dev},
                        {"settings", Json{{"recording", recorded.describe()}, {"simulation", settings.describe()}}},

@@ -38,24 +38,28 @@ int32_t AllocatorSimulator::newBlock() {
 void AllocatorSimulator::dropBlock(int32_t b) { freeSlots_.push_back(b); }
 
 void AllocatorSimulator::insertFree(int32_t b) {
-    Pool& p = poolOf(blocks_[b]);
-    blocks_[b].gcBase = p.gcCalls;
+    Blk& k = blocks_[b];
+    Pool& p = poolOf(k);
+    k.gcBase = p.gcCalls;
+    k.inFree = true;
     if (spareNodes_.empty()) {
-        p.blocks.insert(key(b));
+        k.freeIt = p.blocks.insert(key(b)).first;
         return;
     }
     auto node = std::move(spareNodes_.back());
     spareNodes_.pop_back();
     node.value() = key(b);
-    p.blocks.insert(std::move(node));
+    k.freeIt = p.blocks.insert(std::move(node)).position;
 }
 
-void AllocatorSimulator::eraseFree(Pool& p, std::set<FreeKey>::iterator it) { spareNodes_.push_back(p.blocks.extract(it)); }
+void AllocatorSimulator::eraseFree(Pool& p, std::set<FreeKey>::iterator it) {
+    blocks_[it->idx].inFree = false;
+    spareNodes_.push_back(p.blocks.extract(it));
+}
 
 void AllocatorSimulator::eraseFree(int32_t b) {
-    Pool& p = poolOf(blocks_[b]);
-    auto it = p.blocks.find(key(b));
-    if (it != p.blocks.end()) eraseFree(p, it);
+    Blk& k = blocks_[b];
+    if (k.inFree) eraseFree(poolOf(k), k.freeIt);
 }
 
 void AllocatorSimulator::emitEvent(Action a, uint64_t addr, uint64_t size, uint64_t stream) {
@@ -72,7 +76,8 @@ uint64_t AllocatorSimulator::reservationSize(bool small) const {
 
 bool AllocatorSimulator::deviceAllows(uint64_t bytes) const {
     if (refusal_ == DeviceRefusal::Always) return false;
-    if (refusal_ == DeviceRefusal::UntilFlush && !flushed_) return false;
+    if (refusal_ == DeviceRefusal::UntilFlush && !flushed_ && (releasesNeeded_ == 0 || released_ < releasesNeeded_))
+        return false;
     if (settings_.capacity && reserved_ + bytes > settings_.capacity) return false;
     return true;
 }
@@ -141,9 +146,16 @@ void AllocatorSimulator::addReservation(uint64_t base, uint64_t size, uint64_t s
     uint64_t highest = base + pageSize(small);
     auto link = [&](uint64_t ptr, uint64_t sz, bool isMapped, const InitialBlock* ib) {
         if (prev >= 0 && !blocks_[prev].allocated && blocks_[prev].mapped == isMapped && !(ib && ib->allocated)) {
-            if (isMapped) eraseFree(prev); else small ? small_.unmapped.erase(akey(prev)) : large_.unmapped.erase(akey(prev));
-            blocks_[prev].size += sz;
-            if (isMapped) insertFree(prev); else poolOf(blocks_[prev]).unmapped.insert(akey(prev));
+            Pool& p = poolOf(blocks_[prev]);
+            if (isMapped) {
+                eraseFree(prev);
+                blocks_[prev].size += sz;
+                insertFree(prev);
+            } else {
+                p.unmapped.erase(akey(prev));
+                blocks_[prev].size += sz;
+                p.unmapped.insert(akey(prev));
+            }
             return;
         }
         int32_t b = newBlock();
@@ -333,6 +345,7 @@ int32_t AllocatorSimulator::tryAllocateExpandable(Pool& p, uint64_t size, uint64
 void AllocatorSimulator::releaseBlock(int32_t b) {
     Blk& k = blocks_[b];
     emitEvent(Action::SegmentFree, k.ptr, k.size, k.stream);
+    ++released_;
     reserved_ -= k.size;
     --segments_;
     addresses_.release(k.ptr);
@@ -392,6 +405,7 @@ void AllocatorSimulator::unmapBlock(int32_t b) {
     p.unmapped.insert(akey(b));
     reserved_ -= usize;
     emitEvent(Action::SegmentUnmap, uptr, usize, blocks_[b].stream);
+    ++released_;
 }
 
 void AllocatorSimulator::releaseBlocks(Pool& p) {
@@ -492,9 +506,12 @@ void AllocatorSimulator::garbageCollect() {
     }
 }
 
-bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, DeviceRefusal refusal, uint64_t deviceFree) {
+bool AllocatorSimulator::malloc(uint32_t id, uint64_t orig, uint64_t stream, DeviceRefusal refusal, uint64_t deviceFree,
+                                uint32_t releases) {
     refusal_ = refusal;
     flushed_ = false;
+    releasesNeeded_ = releases;
+    released_ = 0;
     const uint64_t size = settings_.roundSize(orig);
     Pool& p = size <= kSmallSize ? small_ : large_;
     const uint64_t allocSize = settings_.allocationSize(size);

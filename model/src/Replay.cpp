@@ -48,7 +48,7 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
         switch (op.kind) {
         case WorkloadOp::Kind::Malloc: {
             DeviceRefusal refusal = options.recordedRefusals ? op.refusal : DeviceRefusal::None;
-            if (sim.malloc(op.id, op.size, op.stream, refusal, op.deviceFree)) {
+            if (sim.malloc(op.id, op.size, op.stream, refusal, op.deviceFree, op.releases)) {
                 const WorkloadAllocation& a = w.allocations[op.id];
                 if (!a.oom) {
                     ++r.allocations;

@@ -82,6 +82,7 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     auto isRelease = [&](int64_t i) { return t.action[i] == Action::SegmentFree || t.action[i] == Action::SegmentUnmap; };
     int64_t nextFirst = 0;
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
+    uint32_t pendingReleases = 0;
     auto push = [&](WorkloadOp op) {
         op.firstEntry = nextFirst;
         nextFirst = op.position + 1;
@@ -97,7 +98,9 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             op.stream = t.stream[i];
             op.position = i;
             op.refusal = pending;
+            op.releases = pendingReleases;
             pending = DeviceRefusal::None;
+            pendingReleases = 0;
             WorkloadAllocation a;
             a.allocEntry = i;
             a.size = t.size[i];
@@ -162,7 +165,10 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             int64_t m = k;
             while (m < n && (t.action[m] == Action::SegmentAlloc || t.action[m] == Action::SegmentMap)) ++m;
             if (m > k && m < n && t.action[m] == Action::Alloc && t.stack[i] != 0 && t.stack[i] == t.stack[m]) {
-                pending = DeviceRefusal::UntilFlush;  // cudaMalloc failed, cache flushed, retry succeeded
+                // cudaMalloc failed; oversize blocks (max_split_size_mb) or every cached block
+                // released; the retry succeeded
+                pending = DeviceRefusal::UntilFlush;
+                pendingReleases = static_cast<uint32_t>(j - i);
                 ++w.oomRetries;
                 break;
             }
@@ -177,6 +183,27 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
         }
     }
     w.streams = streams.size();
+
+    uint64_t privateSegments = 0;
+    for (const Segment& s : dd->segments)
+        if (s.poolOwner != 0 || s.poolId != 0) ++privateSegments;
+    if (privateSegments)
+        w.caveats.push_back(std::to_string(privateSegments) +
+                            " segments of the snapshot belong to private pools (CUDA graphs, MemPool), which the "
+                            "simulator does not model");
+    if (settings.garbageCollectionThreshold > 0.0 && !settings.fractionSet())
+        w.caveats.push_back("garbage_collection_threshold is set, but the per-process memory fraction it needs "
+                            "(set_per_process_memory_fraction) is not in the snapshot: no collection is simulated");
+    if (w.unmatchedFrees)
+        w.caveats.push_back(std::to_string(w.unmatchedFrees) +
+                            " free_completed entries free blocks the rewound state does not hold (outside every "
+                            "segment): they are left out");
+    if (w.estimatedInitialBlocks)
+        w.caveats.push_back(std::to_string(w.estimatedInitialBlocks) +
+                            " blocks allocated before the trace and freed in it have sizes rebuilt from the size "
+                            "asked (rounded; up to 1 MiB of an unsplit large block may be missing)");
+    if (snapshot.layout == Layout::BareSegmentList)
+        w.caveats.push_back("the snapshot has no trace: there is nothing to replay");
     return w;
 }
 

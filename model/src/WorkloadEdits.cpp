@@ -47,7 +47,12 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
     for (size_t id = 0; id < nAlloc; ++id) {
         const WorkloadAllocation& a = w.allocations[id];
         if (a.allocEntry < 0 || a.oom) continue;  // before the trace: not the workload's to change
-        if (edits.dropAbove && a.size > edits.dropAbove) {
+        bool inScope = true;
+        if (edits.iteration) {
+            int64_t k = iterationOf(iterations, a.allocEntry);
+            inScope = k >= 0 && iterations[static_cast<size_t>(k)].number == *edits.iteration;
+        }
+        if (inScope && edits.dropAbove && a.size > edits.dropAbove) {
             dropped[id] = true;
             ++sum.dropped;
             sum.bytesDropped += a.size;
@@ -74,7 +79,7 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
                 sum.bytesFreedEarly += a.size;
             }
         }
-        if (edits.scale != 1.0 && isForwardBackwardStack(snapshot, a.stack)) {
+        if (inScope && edits.scale != 1.0 && isForwardBackwardStack(snapshot, a.stack)) {
             double v = std::round(static_cast<double>(a.size) * edits.scale);
             newSize[id] = v < 1.0 ? 1 : static_cast<uint64_t>(v);
             ++sum.scaled;

@@ -305,6 +305,15 @@ def check_whatif(cli, tmp, report):
                  f"got {j['edits']}, peak live {j['simulation']['peak_live']}")
 
 
+    # one iteration only: iteration 2's temporary and leak dropped; at the peak (iteration 3) the
+    # temporary and the leaks of iterations 0, 1 and 3 are live: 48 MiB
+    j = whatif(cli, p, "--drop-above", str(12 * MiB - 1), "--iteration", "2")
+    report.check(j["edits"]["dropped"] == 2 and j["edits"]["iteration"] == 2 and
+                 j["simulation"]["peak_live"] == 60 * MiB - 12 * MiB,
+                 f"drop-above in iteration 2: expected its 2 allocations dropped and 48 MiB live at the peak, got "
+                 f"{j['edits']}, {j['simulation']['peak_live']}")
+
+
 def check_errors(cli, tmp, report):
     p = os.path.join(tmp, "growing.pickle")
     for args, what in ((["--set", "expandable_segment=True"], "an unknown key"),
@@ -316,7 +325,8 @@ def check_errors(cli, tmp, report):
                        (["--fraction", "2"], "a fraction above 1"),
                        (["--fraction", "0.5"], "a fraction without a capacity"),
                        (["--scale", "-1"], "a negative scale"),
-                       (["--drop-above", "x"], "a size that is not a number")):
+                       (["--drop-above", "x"], "a size that is not a number"),
+                       (["--drop-above", "5", "--iteration", "1"], "an iteration where the snapshot has none")):
         r = run([cli, "whatif", p, "--device", "0", "--json", *args])
         one_line_error(r, p, report, what, expect_rc=1)
     r = run([cli, "whatif", p, "--device", "0", "--fix", "leak"])

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <string>
 #include <vector>
 
@@ -258,6 +260,32 @@ TEST(AllocatorSimulator, RecordedRefusals) {
     EXPECT_EQ(events(sim, before), (V{ev(kOom, 12345, 3 * MiB)}));
 }
 
+// A replayed retry that released oversize blocks only (release_available_cached_blocks): the
+// device accepts once as many segments were released as the recording shows, the rest stays cached
+TEST(AllocatorSimulator, RecordedRetryAfterReleasingOversizeBlocks) {
+    for (uint32_t releases : {1u, 0u}) {
+        SimulatorSettings st;
+        st.set("max_split_size_mb", "128");
+        AddressSpace as;
+        as.addRecordedSegment(600 * MiB, S1);
+        as.addRecordedSegment(20 * MiB, S2);
+        as.addRecordedSegment(500 * MiB, S3);
+        AllocatorSimulator sim(st, as);
+        ASSERT_TRUE(sim.malloc(0, 600 * MiB, 0));
+        ASSERT_TRUE(sim.malloc(1, 5 * MiB, 0));
+        ASSERT_TRUE(sim.free(0));
+        ASSERT_TRUE(sim.free(1));  // S2 merged back: whole and free
+        size_t before = sim.events().size();
+        ASSERT_TRUE(sim.malloc(2, 500 * MiB, 0, DeviceRefusal::UntilFlush, 0, releases));
+        if (releases == 1)  // release_available frees S1 (600 >= 500 + 20 was refused), the retry fits
+            EXPECT_EQ(events(sim, before), (V{ev(kSegFree, S1, 600 * MiB), ev(kSegAlloc, S3, 500 * MiB),
+                                              ev(kAlloc, S3, 500 * MiB)}));
+        else  // only a full flush lets it: S2 goes too
+            EXPECT_EQ(events(sim, before), (V{ev(kSegFree, S1, 600 * MiB), ev(kSegFree, S2, 20 * MiB),
+                                              ev(kSegAlloc, S3, 500 * MiB), ev(kAlloc, S3, 500 * MiB)}));
+    }
+}
+
 // T9, T10: expandable segments grow in place; release unmaps whole pages only
 TEST(AllocatorSimulator, ExpandableSegmentsGrowAndUnmap) {
     SimulatorSettings st;
@@ -436,4 +464,93 @@ TEST(AllocatorSimulator, AddressesInventedWhereTheRecordedOneIsTaken) {
     ASSERT_TRUE(sim.malloc(0, 5 * MiB, 0));
     EXPECT_GT(sim.addressOf(0), S1 + 20 * MiB);
     EXPECT_EQ(as.invented(), 1u);
+}
+
+// Random workloads under every kind of setting, on a small device: after every call the blocks
+// tile their segments, no two free neighbours are left unmerged, and reserved / allocated /
+// requested equal the sums over the blocks.
+TEST(AllocatorSimulator, InvariantsHoldOnRandomWorkloads) {
+    struct Config {
+        const char* name;
+        std::vector<std::pair<std::string, std::string>> set;
+    };
+    const std::vector<Config> configs = {
+        {"default", {}},
+        {"expandable", {{"expandable_segments", "True"}}},
+        {"max_split", {{"max_split_size_mb", "40"}}},
+        {"roundup", {{"roundup_power2_divisions", "[1:2,64:4,>:8]"}}},
+        {"gc", {{"garbage_collection_threshold", "0.6"}, {"fraction", "0.8"}}},
+        {"expandable+max_split", {{"expandable_segments", "True"}, {"max_split_size_mb", "40"}}},
+    };
+    for (const Config& c : configs) {
+        for (unsigned seed = 1; seed <= 3; ++seed) {
+            SimulatorSettings st;
+            st.capacity = 512 * MiB;
+            for (const auto& [k, v] : c.set) st.set(k, v);
+            AddressSpace as;
+            AllocatorSimulator sim(st, as);
+            std::mt19937_64 rng(seed);
+            std::vector<uint32_t> live;
+            uint32_t next = 0;
+            uint64_t expectRequested = 0;
+            std::vector<uint64_t> asked;
+            for (int step = 0; step < 3000; ++step) {
+                uint64_t r = rng() % 100;
+                const uint64_t stream = (rng() % 8 == 0) ? 7 : 0;
+                if (r < 55 || live.empty()) {
+                    uint64_t size;
+                    switch (rng() % 4) {
+                    case 0: size = 1 + rng() % 4096; break;
+                    case 1: size = 1 + rng() % (1 * MiB); break;
+                    case 2: size = 1 * MiB + rng() % (12 * MiB); break;
+                    default: size = 8 * MiB + rng() % (60 * MiB); break;
+                    }
+                    uint32_t id = next++;
+                    asked.resize(next, 0);
+                    if (sim.malloc(id, size, stream)) {
+                        live.push_back(id);
+                        asked[id] = size;
+                        expectRequested += size;
+                    }
+                } else if (r < 97) {
+                    size_t k = rng() % live.size();
+                    ASSERT_TRUE(sim.free(live[k]));
+                    expectRequested -= asked[live[k]];
+                    live[k] = live.back();
+                    live.pop_back();
+                } else {
+                    sim.emptyCache();
+                }
+                uint64_t reserved = 0, allocated = 0, requested = 0;
+                for (const auto& s : sim.segments()) {
+                    uint64_t cursor = s.address;
+                    bool prevFree = false;
+                    for (const auto& b : s.blocks) {
+                        ASSERT_EQ(b.address, cursor) << c.name << " seed " << seed << " step " << step;
+                        ASSERT_GT(b.size, 0u);
+                        ASSERT_FALSE(prevFree && !b.allocated) << c.name << ": unmerged free neighbours at step " << step;
+                        prevFree = !b.allocated;
+                        cursor += b.size;
+                        if (b.allocated) {
+                            allocated += b.size;
+                            requested += b.requested;
+                        }
+                    }
+                    ASSERT_EQ(cursor, s.address + s.size);
+                    reserved += s.size;
+                }
+                ASSERT_EQ(reserved, sim.reservedBytes()) << c.name << " seed " << seed << " step " << step;
+                ASSERT_EQ(allocated, sim.allocatedBytes()) << c.name << " seed " << seed << " step " << step;
+                ASSERT_EQ(requested, sim.requestedBytes());
+                ASSERT_EQ(requested, expectRequested);
+                ASSERT_LE(reserved, st.capacity) << c.name << " seed " << seed << " step " << step;
+                if (st.fractionSet()) {
+                    ASSERT_LE(reserved, st.allowedMaximum());
+                }
+            }
+            for (uint32_t id : live) ASSERT_TRUE(sim.isAllocated(id));
+            EXPECT_GT(sim.ooms().size(), 0u) << c.name << ": the out-of-memory path was not exercised";
+            EXPECT_GT(sim.allocRetries(), 0u) << c.name;
+        }
+    }
 }

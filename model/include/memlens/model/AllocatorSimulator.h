@@ -46,7 +46,8 @@ struct SimOom {
 // (the recording ran out of memory there) rather than from a capacity.
 enum class DeviceRefusal : uint8_t {
     None,        // the capacity decides
-    UntilFlush,  // refuses until every cached block was released (the recording's retry succeeded)
+    UntilFlush,  // refuses until the malloc released as many segments / pages as the recording did
+                 // before its retry succeeded (see malloc's releases), or every cached block
     Always,      // refuses every attempt: the malloc ends in oom
 };
 
@@ -99,9 +100,10 @@ public:
     }
 
     // Returns false when it ran out of memory (an oom event was written). deviceFree: what the
-    // oom event reports when the capacity is unknown.
+    // oom event reports when the capacity is unknown. releases: with UntilFlush, the number of
+    // segment_free / segment_unmap after which the device accepts (0: only after the flush).
     bool malloc(uint32_t id, uint64_t size, uint64_t stream, DeviceRefusal refusal = DeviceRefusal::None,
-                uint64_t deviceFree = 0);
+                uint64_t deviceFree = 0, uint32_t releases = 0);
     // Returns false when `id` is not allocated.
     bool free(uint32_t id);
     void emptyCache();
@@ -138,13 +140,8 @@ public:
     std::vector<SegmentView> segments() const;
 
 private:
-    struct Blk {
-        uint64_t ptr = 0, size = 0, requested = 0, stream = 0;
-        int64_t gcBase = 0;
-        int32_t prev = -1, next = -1, res = -1;
-        uint32_t id = 0;
-        bool small = false, allocated = false, mapped = true;
-    };
+    struct FreeKey;
+    struct Blk;
     struct FreeKey {
         uint64_t stream, size, ptr;
         int32_t idx;
@@ -153,6 +150,14 @@ private:
             if (size != o.size) return size < o.size;
             return ptr < o.ptr;
         }
+    };
+    struct Blk {
+        uint64_t ptr = 0, size = 0, requested = 0, stream = 0;
+        int64_t gcBase = 0;
+        int32_t prev = -1, next = -1, res = -1;
+        uint32_t id = 0;
+        bool small = false, allocated = false, mapped = true, inFree = false;
+        std::set<FreeKey>::iterator freeIt{};  // where it is in its pool's free set, when inFree
     };
     struct AddrKey {
         uint64_t stream, ptr;
@@ -213,6 +218,7 @@ private:
     int64_t position_ = 0;
     DeviceRefusal refusal_ = DeviceRefusal::None;
     bool flushed_ = false;
+    uint32_t releasesNeeded_ = 0, released_ = 0;  // in the current malloc
 };
 
 } // namespace memlens::model

@@ -22,6 +22,7 @@ struct WorkloadOp {
     uint64_t size = 0;                             // Malloc: size asked
     uint64_t stream = 0;
     uint64_t deviceFree = 0;                       // Malloc ending in a recorded oom: its device_free
+    uint32_t releases = 0;                         // Malloc with UntilFlush: segments released before its retry
     int64_t position = 0;                          // the trace entry it comes from
     int64_t firstEntry = 0;                        // first trace entry it accounts for
 };
@@ -60,6 +61,9 @@ struct Workload {
     uint64_t oomRetries = 0;                     // segment_free bursts of a malloc whose retry succeeded
     uint64_t recordedOoms = 0;
     uint64_t streams = 0;
+    // What the replay cannot know, as sentences (private pools, settings the snapshot lacks, ...):
+    // where the simulation differs from the recording, the reason is likely among them.
+    std::vector<std::string> caveats;
 
     // A fresh address space holding the recording's addresses.
     AddressSpace addressSpace() const;

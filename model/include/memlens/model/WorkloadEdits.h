@@ -4,11 +4,13 @@
 //   substring) at the end of the iteration they were made in: a leak fixed;
 // - drop the allocations asked above a size;
 // - scale the allocations made under a forward or backward pass by a factor (a smaller batch):
-//   an estimate, since not every such tensor scales with the batch.
+//   an estimate, since not every such tensor scales with the batch;
+// the last two in every iteration, or in one (by its number).
 #include "memlens/model/Iterations.h"
 #include "memlens/model/Workload.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ struct WorkloadEdits {
     std::vector<std::string> freeStacks;  // frame substrings (function or file name)
     uint64_t dropAbove = 0;               // 0: drop nothing
     double scale = 1.0;                   // 1: unchanged
+    std::optional<int64_t> iteration;     // drop / scale only the allocations of this iteration (its number)
     bool any() const { return !freeStacks.empty() || dropAbove != 0 || scale != 1.0; }
 };
 
