@@ -76,4 +76,4 @@ private slots:
 };
 
 QTEST_GUILESS_MAIN(TestByteFormat)
-#include "tst_byteformat.moc"
+#include "tst_bytetext.moc"
