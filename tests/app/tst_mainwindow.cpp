@@ -6,6 +6,7 @@
 #include "MainWindow.h"
 #include "NavigationActions.h"
 
+#include "QtTestMain.h"
 #include "Synthetic.h"
 #include "document/SnapshotDocument.h"
 
@@ -19,6 +20,7 @@
 #include <QTabBar>
 #include <QTemporaryDir>
 #include <QUrl>
+#include <QApplication>
 #include <QtTest>
 
 #include <fstream>
@@ -214,5 +216,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestMainWindow)
+MEMLENS_GUI_TEST_MAIN(TestMainWindow)
 #include "tst_mainwindow.moc"

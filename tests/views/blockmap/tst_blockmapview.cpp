@@ -1,12 +1,14 @@
 // BlockMapView with documents: the totals line, the OOM verdict at an oom entry, clicking a
 // block, the tooltip text, no document, and the real OOM fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "blockmap/BlockDescription.h"
 #include "blockmap/BlockMapCanvas.h"
 #include "blockmap/BlockMapView.h"
 
 #include <QTextDocument>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -178,5 +180,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestBlockMapView)
+MEMLENS_GUI_TEST_MAIN(TestBlockMapView)
 #include "tst_blockmapview.moc"

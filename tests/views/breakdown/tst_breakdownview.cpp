@@ -2,11 +2,13 @@
 // synthetic snapshot), the note about what a snapshot cannot see, process figures that take the
 // bar to nvidia-smi's number, no document, and a real fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "breakdown/BreakdownBar.h"
 #include "breakdown/BreakdownView.h"
 
 #include <QTextDocument>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -128,5 +130,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestBreakdownView)
+MEMLENS_GUI_TEST_MAIN(TestBreakdownView)
 #include "tst_breakdownview.moc"

@@ -2,6 +2,7 @@
 // selected range applies, long traces filter on a worker (a newer filter supersedes the running
 // one), and the table's current row and the document's current entry follow each other.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "events/EventsModel.h"
 #include "events/EventsView.h"
@@ -9,6 +10,7 @@
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -141,5 +143,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestEventsView)
+MEMLENS_GUI_TEST_MAIN(TestEventsView)
 #include "tst_eventsview.moc"

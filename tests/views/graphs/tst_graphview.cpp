@@ -3,8 +3,9 @@
 // selection (node -> tensor list; saved tensor -> the block and its alloc entry in the snapshot),
 // superseded layouts dropped, and one Graphviz thread for everything. Screenshots go to
 // MEMLENS_SCREENSHOT_DIR when it is set.
-#include "GraphFixture.h"
 #include "DocumentFixture.h"
+#include "GraphFixture.h"
+#include "QtTestMain.h"
 
 #include "blockmap/BlockMapCanvas.h"
 #include "blockmap/BlockMapView.h"
@@ -20,6 +21,7 @@
 #include <QSignalSpy>
 #include <QSplitter>
 #include <QTreeWidget>
+#include <QApplication>
 #include <QtTest>
 
 #include <set>
@@ -494,5 +496,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestGraphView)
+MEMLENS_GUI_TEST_MAIN(TestGraphView)
 #include "tst_graphview.moc"

@@ -2,6 +2,7 @@
 // over a selected range, superseded requests, C++ frames on and off, the search box, selecting a
 // node, no document, and a real fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "sites/AllocationSitesModel.h"
 #include "sites/AllocationSitesView.h"
@@ -10,6 +11,7 @@
 #include <QSortFilterProxyModel>
 #include <QTextDocument>
 #include <QTreeView>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -171,5 +173,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestAllocationSitesView)
+MEMLENS_GUI_TEST_MAIN(TestAllocationSitesView)
 #include "tst_allocationsitesview.moc"

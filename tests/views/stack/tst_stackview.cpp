@@ -2,6 +2,7 @@
 // allocation's stack, the reasons shown for an empty stack, unfolding, copying, no document, and
 // a real fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "stack/StackModel.h"
 #include "stack/StackView.h"
@@ -109,5 +110,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestStackView)
+MEMLENS_GUI_TEST_MAIN(TestStackView)
 #include "tst_stackview.moc"
