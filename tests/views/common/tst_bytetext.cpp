@@ -78,4 +78,4 @@ private slots:
 };
 
 MEMLENS_CORE_TEST_MAIN(TestByteFormat)
-#include "tst_byteformat.moc"
+#include "tst_bytetext.moc"
