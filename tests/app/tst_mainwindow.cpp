@@ -6,6 +6,7 @@
 #include "MainWindow.h"
 #include "NavigationActions.h"
 
+#include "Idle.h"
 #include "QtTestMain.h"
 #include "Synthetic.h"
 #include "document/SnapshotDocument.h"
@@ -101,7 +102,9 @@ private slots:
         w.openFiles({m_example});
         w.openFiles({write(QStringLiteral("second.pickle"), twoDevices())});
         QVERIFY(waitForOpens(w, opened, 1));
-        QTest::qWait(200);
+        // both loads over (the global pool idle) and what they posted delivered: only then count
+        QVERIFY(memlens::test::drainGlobalThreadPool());
+        QVERIFY(!w.isLoading());
         QCOMPARE(opened.count(), 1);
         QCOMPARE(w.documentCount(), 1);
         QCOMPARE(w.currentDocument()->fileName(), QStringLiteral("second.pickle"));
