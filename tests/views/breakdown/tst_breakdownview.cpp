@@ -6,6 +6,7 @@
 
 #include "breakdown/BreakdownBar.h"
 #include "breakdown/BreakdownView.h"
+#include "common/ByteText.h"
 
 #include <QTextDocument>
 #include <QApplication>
@@ -124,9 +125,13 @@ private slots:
             doc->setDevice(d);
             QCOMPARE(sum(v.breakdown()), doc->currentState().reservedBytes);
         }
-        doc->setDevice(1);
-        doc->setCurrentEvent(421);
-        QVERIFY(plain(v.headlineText()).contains(QStringLiteral("reserved 78.4 GiB")));
+        const auto oom = viewtest::fixtureOom();  // device, entry and reserved bytes from Python's pickle
+        QVERIFY2(oom, "the oracle found no oom entry in the fixture");
+        doc->setDevice(oom->device);
+        doc->setCurrentEvent(oom->index);
+        QCOMPARE(doc->currentState().reservedBytes, oom->reservedBytes);
+        const QString headline = plain(v.headlineText());
+        QVERIFY2(headline.contains(QStringLiteral("reserved ") + formatBytes(double(oom->reservedBytes))), qPrintable(headline));
     }
 };
 

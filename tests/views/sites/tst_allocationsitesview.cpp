@@ -4,6 +4,7 @@
 #include "DocumentFixture.h"
 #include "QtTestMain.h"
 
+#include "common/ByteText.h"
 #include "sites/AllocationSitesModel.h"
 #include "sites/AllocationSitesView.h"
 
@@ -155,15 +156,18 @@ private slots:
     void realFixture() {
         auto doc = viewtest::fixtureDocument();
         if (!doc) QSKIP("no real snapshots");
+        const auto oom = viewtest::fixtureOom();  // device, entry and live bytes from Python's pickle
+        QVERIFY2(oom, "the oracle found no oom entry in the fixture");
         AllocationSitesView v;
-        QAbstractItemModelTester t1(v.bottomUpProxy(), QAbstractItemModelTester::FailureReportingMode::Warning);
+        QAbstractItemModelTester t1(v.bottomUpProxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
         v.resize(1000, 600);
         v.setDocument(doc.get());
         v.show();
-        doc->setDevice(1);
-        doc->setCurrentEvent(421);
+        doc->setDevice(oom->device);
+        doc->setCurrentEvent(oom->index);
         QVERIFY(settle(v));
-        QVERIFY2(plain(v.statusText()).startsWith(QStringLiteral("Live after entry #421: 78.3 GiB")), qPrintable(v.statusText()));
+        const QString expected = QStringLiteral("Live after entry #%1: %2").arg(oom->index).arg(formatBytes(double(oom->liveBytes)));
+        QVERIFY2(plain(v.statusText()).startsWith(expected), qPrintable(v.statusText() + QStringLiteral(" / expected ") + expected));
         QVERIFY(v.bottomUpProxy()->rowCount() > 5);
         doc->setSelection(0, doc->entryCount() - 1);
         QVERIFY(settle(v));

@@ -4,6 +4,7 @@
 #include "DocumentFixture.h"
 #include "QtTestMain.h"
 
+#include "common/ByteText.h"
 #include "stack/StackModel.h"
 #include "stack/StackView.h"
 
@@ -101,12 +102,16 @@ private slots:
         v.resize(700, 400);
         v.setDocument(doc.get());
         v.show();
-        doc->setDevice(1);
-        doc->setCurrentEvent(421);  // the oom entry: a long mixed stack
-        QCOMPARE(v.titleText(), QStringLiteral("Entry #421: oom of 4.9 GiB"));
-        QVERIFY(v.model()->frameCount() > 30);
+        const auto oom = viewtest::fixtureOom();  // the oom entry, its size and frames from Python's pickle
+        QVERIFY2(oom, "the oracle found no oom entry in the fixture");
+        doc->setDevice(oom->device);
+        doc->setCurrentEvent(oom->index);  // a long mixed stack
+        QCOMPARE(v.titleText(), QStringLiteral("Entry #%1: oom of %2").arg(oom->index).arg(formatBytes(double(oom->size))));
+        QCOMPARE(v.model()->frameCount(), oom->frames);
         QVERIFY(v.model()->rowCount() < v.model()->frameCount() / 2);
-        QCOMPARE(v.model()->index(0, 0).data().toString(), QStringLiteral("\u2026 29 C++ frames"));
+        // the C++ frames above the first Python frame fold into one row
+        QVERIFY(oom->leadingNativeFrames > 1);
+        QCOMPARE(v.model()->index(0, 0).data().toString(), QStringLiteral("\u2026 %1 C++ frames").arg(oom->leadingNativeFrames));
     }
 };
 
