@@ -3,6 +3,7 @@
 // with graph scans is current, and the two views registered in the catalog.
 #include "GraphScansBinding.h"
 #include "MainWindow.h"
+#include "QtTestMain.h"
 #include "SessionLoader.h"
 #include "ViewCatalog.h"
 
@@ -17,6 +18,7 @@
 #include <QMainWindow>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens;
@@ -149,5 +151,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestGraphDocks)
+MEMLENS_GUI_TEST_MAIN(TestGraphDocks)
 #include "tst_graphdocks.moc"

@@ -6,6 +6,8 @@
 #include "MainWindow.h"
 #include "NavigationActions.h"
 
+#include "Idle.h"
+#include "QtTestMain.h"
 #include "Synthetic.h"
 #include "document/SnapshotDocument.h"
 
@@ -19,6 +21,7 @@
 #include <QTabBar>
 #include <QTemporaryDir>
 #include <QUrl>
+#include <QApplication>
 #include <QtTest>
 
 #include <fstream>
@@ -99,7 +102,9 @@ private slots:
         w.openFiles({m_example});
         w.openFiles({write(QStringLiteral("second.pickle"), twoDevices())});
         QVERIFY(waitForOpens(w, opened, 1));
-        QTest::qWait(200);
+        // both loads over (the global pool idle) and what they posted delivered: only then count
+        QVERIFY(memlens::test::drainGlobalThreadPool());
+        QVERIFY(!w.isLoading());
         QCOMPARE(opened.count(), 1);
         QCOMPARE(w.documentCount(), 1);
         QCOMPARE(w.currentDocument()->fileName(), QStringLiteral("second.pickle"));
@@ -214,5 +219,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestMainWindow)
+MEMLENS_GUI_TEST_MAIN(TestMainWindow)
 #include "tst_mainwindow.moc"

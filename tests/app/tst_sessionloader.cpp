@@ -1,12 +1,14 @@
 // SessionLoader: reads a .memlens session off the GUI thread like views::SnapshotLoader: each load
 // ends in exactly one of loaded(), failed() or cancelled() (cancel used to emit nothing), a new
 // load supersedes the running one, and a loader destroyed while loading emits nothing more.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "SessionLoader.h"
 
 #include "memlens/model/SessionWriter.h"
 
+#include <QApplication>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -109,5 +111,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestSessionLoader)
+MEMLENS_GUI_TEST_MAIN(TestSessionLoader)
 #include "tst_sessionloader.moc"

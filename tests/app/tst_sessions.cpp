@@ -8,12 +8,13 @@
 // With memlens-cli built: a real recorder followed live (a fake agent replaying a real snapshot on
 // the window's request, and a real CPU job whose graph scan the window asks for).
 #include "AttachDialog.h"
-#include "IterationStrip.h"
-#include "MainWindow.h"
-#include "SessionLoader.h"
-#include "SessionPanel.h"
 #include "GraphScanBuilder.h"
 #include "GraphScansBinding.h"
+#include "IterationStrip.h"
+#include "MainWindow.h"
+#include "QtTestMain.h"
+#include "SessionLoader.h"
+#include "SessionPanel.h"
 
 #include "memlens/model/SessionFile.h"
 #include "memlens/model/SessionWriter.h"
@@ -32,6 +33,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QApplication>
 #include <QtTest>
 
 #include <fstream>
@@ -210,7 +212,9 @@ private slots:
         QCOMPARE(SessionState::of(w.currentDocument())->snapshotId(), second);
         QCOMPARE(strip->current(), int64_t(15));
 
-        QTest::qWait(50);
+        // what the window still has to lay out and replot (posted events) done before the grab
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        QCoreApplication::processEvents();
         const QImage shot = w.grab().toImage();
         if (qEnvironmentVariableIsSet("MEMLENS_SCREENSHOT_DIR"))
             shot.save(qEnvironmentVariable("MEMLENS_SCREENSHOT_DIR") + QStringLiteral("/session.png"));
@@ -601,5 +605,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestSessions)
+MEMLENS_GUI_TEST_MAIN(TestSessions)
 #include "tst_sessions.moc"

@@ -18,5 +18,6 @@ PYTHON=/usr/bin/python3
 if [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
     cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF
 fi
-cmake --build "$BUILD_DIR" --target memlens-bench-load memlens-bench-rewind memlens-bench-replay
+cmake --build "$BUILD_DIR" --target memlens-bench-load memlens-bench-rewind memlens-bench-replay memlens-bench-sites
+"$BUILD_DIR/tests/bench/memlens-bench-sites"
 exec "$PYTHON" "$REPO/tests/bench/bench.py" --build-dir "$BUILD_DIR" --python "$PYTHON" "$@"

@@ -71,7 +71,25 @@ def phases(s):
     return [it["phase"] for it in s["iterations"]]
 
 
+def iterations_in(path):
+    """Iterations of a (live) session file; 0 while it cannot be read yet."""
+    try:
+        return len(session(path)["iterations"])
+    except (Failure, ValueError, subprocess.TimeoutExpired):
+        return 0
+
+
+def children(pid):
+    """The process ids of pid's children (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
 def wait_for(cond, timeout, step=0.05):
+    """Polls cond until it holds (True) or timeout seconds pass (False)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
@@ -187,7 +205,8 @@ def case_sigkill():
                 break
             if line.startswith(b"step"):
                 seen += 1
-        time.sleep(0.2)  # let the recorder write what it received
+        # the recorder has written what it received: 5 iterations in the file (it is read while live)
+        check(wait_for(lambda: iterations_in(out) >= 5, 20), "the live session has 5 iterations before the kill")
         os.kill(p.pid, signal.SIGKILL)
         p.wait(10)
     finally:
@@ -326,7 +345,8 @@ def case_signals():
     p = subprocess.Popen([A.cli, "record", "-o", out, "--quiet", "--"] + agent + ["--connect-delay", "1.5"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_clean(), cwd=TMP)
     check(wait_for(lambda: os.path.exists(out), 20), "the session file appears")
-    time.sleep(0.2)
+    # the recorder blocks its signals before it starts the job: once the job runs, SIGUSR1 is its
+    check(wait_for(lambda: children(p.pid), 20), "the recorder started the job")
     p.send_signal(signal.SIGUSR1)
     check(p.stdout.readline().strip() == b"waiting", "FAKE AGENT connected after the request")
     rc = p.wait(30)

@@ -1,5 +1,7 @@
 // AllocationSites: bottom-up and top-down trees by stack, on a small hand-made trace, against a
-// brute-force aggregation of random traces, at allocator states, and timed on a million entries.
+// brute-force aggregation of random traces, at allocator states, and on a long random trace (its
+// timing is tests/bench/bench_sites.cpp, not a test).
+#include "ColumnsBuilder.h"
 #include "Synthetic.h"
 
 #include "memlens/model/AllocationSites.h"
@@ -7,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <map>
 #include <random>
 
@@ -15,40 +16,7 @@ using namespace memlens::model;
 
 namespace {
 
-// A snapshot built directly: frames named f0, f1, ... and the given stacks (innermost first).
-struct Builder {
-    Snapshot s;
-    FrameId frame(const std::string& name, const std::string& file, uint64_t line) {
-        Frame f;
-        f.name = s.strings.intern(name);
-        f.filename = s.strings.intern(file);
-        f.line = line;
-        s.frames.push_back(f);
-        return static_cast<FrameId>(s.frames.size() - 1);
-    }
-    StackId stack(const std::vector<FrameId>& frames) {
-        s.stackFrames.insert(s.stackFrames.end(), frames.begin(), frames.end());
-        s.stackOffsets.push_back(static_cast<uint32_t>(s.stackFrames.size()));
-        return static_cast<StackId>(s.stackOffsets.size() - 2);
-    }
-    TraceColumns& trace() {
-        if (s.devices.empty()) s.devices.emplace_back();
-        return s.devices[0].trace;
-    }
-    void entry(Action a, uint64_t addr, uint64_t size, StackId stack) {
-        TraceColumns& t = trace();
-        t.action.push_back(a);
-        t.actionName.push_back(0);
-        t.flags.push_back(TraceColumns::HasAddr);
-        t.addr.push_back(addr);
-        t.size.push_back(size);
-        t.stream.push_back(0);
-        t.timeUs.push_back(-1);
-        t.stack.push_back(stack);
-        t.compileContext.push_back(0);
-        t.userMetadata.push_back(0);
-    }
-};
+using Builder = sitestest::ColumnsBuilder;
 
 std::string nameOf(const Snapshot& s, FrameId f) {
     return f == kNoFrame ? std::string("<no stack>") : std::string(s.str(s.frames[f].name));
@@ -312,33 +280,14 @@ TEST(AllocationSites, AtAnAllocatorState) {
     EXPECT_LT(costs[0].stack, costs[1].stack);
 }
 
-TEST(AllocationSites, AMillionEntriesQuickly) {
+TEST(AllocationSites, ALongRandomTrace) {
+    // the benchmark's trace (sitestest::longRandomTrace), shorter: every alloc freed again
     Builder b;
-    std::mt19937_64 rng(7);
-    std::vector<FrameId> frames;
-    for (int i = 0; i < 600; ++i) frames.push_back(b.frame("f" + std::to_string(i), "x.py", i + 1));
-    std::vector<StackId> stacks;
-    for (int i = 0; i < 3000; ++i) {
-        std::vector<FrameId> st;
-        for (int d = 0; d < 40; ++d) st.push_back(frames[(i * 7 + d * d + rng() % 3) % frames.size()]);
-        stacks.push_back(b.stack(st));
-    }
-    TraceColumns& t = b.trace();
-    t.reserve(1000000);
-    for (int i = 0; i < 500000; ++i) {
-        uint64_t addr = 0x1000 + static_cast<uint64_t>(i % 20000) * 512;
-        StackId st = stacks[rng() % stacks.size()];
-        b.entry(Action::Alloc, addr, 4096, st);
-        b.entry(Action::FreeRequested, addr, 4096, st);
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    AllocationSites a = allocationSitesInRange(b.s, b.s.devices[0], 0, static_cast<int64_t>(t.rows()) - 1);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << "[          ] 1M entries, 3000 stacks of 40 frames: " << secs * 1000 << " ms, "
-              << a.bottomUp.nodes.size() + a.topDown.nodes.size() << " nodes\n";
-    EXPECT_EQ(a.totalCount, 500000u);
+    sitestest::longRandomTrace(b, 100000);
+    AllocationSites a = allocationSitesInRange(b.s, b.s.devices[0], 0, static_cast<int64_t>(b.trace().rows()) - 1);
+    EXPECT_EQ(a.totalCount, 100000u);
+    EXPECT_EQ(a.totalBytes, 100000u * 4096u);
     EXPECT_EQ(a.liveCount, 0u);
-    EXPECT_LT(secs, 5.0);
     // cancelling throws
     std::atomic<bool> cancel{true};
     SitesOptions opt;

@@ -287,6 +287,8 @@ TEST(Session, WriterKilledKeepsCommittedRecords) {
     ::close(ready[1]);
     char c;
     ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    // The stimulus, not a wait for a result: the writer keeps adding iterations, so that the kill
+    // lands in the middle of a write; what the test checks holds whenever the kill comes.
     ::usleep(20000);
     ::kill(child, SIGKILL);
     int status = 0;

@@ -1,6 +1,7 @@
 #pragma once
 // Documents for the view and window tests: the synthetic snapshot, a trace of TraceFixture.h, the
 // real fixtures and the bundled example, each opened as the window opens a file.
+#include "Oracle.h"
 #include "StateFixture.h"
 #include "TraceFixture.h"
 
@@ -12,6 +13,7 @@
 #include <QString>
 
 #include <memory>
+#include <optional>
 
 namespace viewtest {
 
@@ -29,6 +31,14 @@ inline std::unique_ptr<memlens::views::SnapshotDocument> fixtureDocument(const c
     if (!QFileInfo::exists(path)) return nullptr;
     auto loaded = memlens::views::LoadedSnapshot::load(path.toStdString(), {});
     return std::make_unique<memlens::views::SnapshotDocument>(loaded);
+}
+
+// The oom entry of the real oom fixture as the oracle reads it (its device, index, size and the
+// totals right after it); nullopt if the oracle failed or found none.
+inline std::optional<oracle::Entry> fixtureOom(const char* name = kOomFixture) {
+    auto ooms = oracle::entries(fixture(name).toStdString(), "oom");
+    if (!ooms || ooms->empty()) return std::nullopt;
+    return ooms->front();
 }
 
 inline std::unique_ptr<memlens::views::SnapshotDocument> exampleDocument() {

@@ -7,6 +7,8 @@ It shares no code with memlens. It follows the command-line contract:
   stats      {"devices": [...]} - one object per device that owns a segment or has a trace entry
   timeline   index,action,addr,size,live_bytes,reserved_bytes - rewound from the final state
   state      segments and blocks of one device; final_state() gives it at the last entry
+  entries    the trace entries of one action on every device, with the totals right after each
+             (for tests of the views, which must not type in figures of the real files)
 
 Library use:
     data = load(path); stats(data); timeline(data, dev); final_state(data, dev); repickle(src, dst, proto)
@@ -15,6 +17,7 @@ Command line (for debugging):
     snapshot_oracle.py stats FILE
     snapshot_oracle.py timeline FILE --device D
     snapshot_oracle.py state FILE --device D          (the state at the last entry)
+    snapshot_oracle.py entries FILE --action A        (e.g. every oom entry, as JSON)
     snapshot_oracle.py check FILE_OR_DIR...           (self-check of the oracle on real files)
 """
 
@@ -235,6 +238,47 @@ def final_state(data, device):
 
 
 # ---------------------------------------------------------------------------------------------
+# Entries
+
+
+def leading_native_frames(frames):
+    """How many frames come before the first Python frame (a filename ending in .py): the C++
+    frames at the top of a stack captured with context='all'. All of them when none is Python."""
+    for i, f in enumerate(frames):
+        if str(f.get("filename", "")).endswith(".py"):
+            return i
+    return len(frames)
+
+
+def entries(data, action):
+    """Every trace entry whose action is `action`, on every device, in device then entry order:
+    its index, size and frame count, the live and reserved totals right after it (as `timeline`),
+    and the C++ frames above its first Python frame."""
+    out = []
+    for d in devices_of(data):
+        trace = trace_of(data, d)
+        rows = None
+        for i, e in enumerate(trace):
+            if e["action"] != action:
+                continue
+            if rows is None:
+                rows = timeline(data, d)
+            frames = e.get("frames") or []
+            out.append({
+                "device": d,
+                "index": i,
+                "action": e["action"],
+                "addr": e.get("addr"),
+                "size": e.get("size", 0),
+                "live_bytes": rows[i][4],
+                "reserved_bytes": rows[i][5],
+                "frames": len(frames),
+                "leading_native_frames": leading_native_frames(frames),
+            })
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Self-check on real files: the oracle's own reading must satisfy the format's invariants.
 
 
@@ -300,6 +344,9 @@ def main(argv=None):
     p = sub.add_parser("state")
     p.add_argument("file")
     p.add_argument("--device", type=int, required=True)
+    p = sub.add_parser("entries")
+    p.add_argument("file")
+    p.add_argument("--action", required=True)
     p = sub.add_parser("check")
     p.add_argument("paths", nargs="+")
     a = ap.parse_args(argv)
@@ -310,6 +357,8 @@ def main(argv=None):
         sys.stdout.write(timeline_csv(load(a.file), a.device))
     elif a.cmd == "state":
         print(json.dumps(final_state(load(a.file), a.device), indent=1))
+    elif a.cmd == "entries":
+        print(json.dumps(entries(load(a.file), a.action), indent=1))
     elif a.cmd == "check":
         missing = [p for p in a.paths if not os.path.exists(p)]
         if missing:

@@ -1,6 +1,7 @@
 #include "graphs/GraphLayoutWorker.h"
 
 #include <QCoreApplication>
+#include <QDeadlineTimer>
 #include <QElapsedTimer>
 #include <QHash>
 #include <QMetaObject>
@@ -167,6 +168,7 @@ struct GraphLayoutWorker::Impl {
     quint64 nextGeneration = 0;
     bool stop = false;
     bool running = false;
+    int delivering = 0;  // results posted to the GUI thread and not yet delivered or dropped, under mu
     Thread thread{this};
 
     void loop() {
@@ -197,8 +199,10 @@ struct GraphLayoutWorker::Impl {
             auto result = std::make_shared<GraphLayoutResult>(layout(gvc, *job->input));
             result->seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
             {
+                // still not idle: from running to delivering in one step
                 std::lock_guard<std::mutex> lock(mu);
                 running = false;
+                ++delivering;
                 threads.insert(QThread::currentThreadId());
             }
             q->m_layouts.fetch_add(1);
@@ -212,12 +216,13 @@ struct GraphLayoutWorker::Impl {
     }
 
     void deliver(std::shared_ptr<Job> job, std::shared_ptr<const GraphLayoutResult> result) {
-        if (!job->guard) return;
+        bool current;
         {
             std::lock_guard<std::mutex> lock(mu);
-            if (latest.value(job->requester) != job->generation) return;
+            --delivering;
+            current = job->guard && latest.value(job->requester) == job->generation;
         }
-        if (job->done) job->done(job->generation, std::move(result));
+        if (current && job->done) job->done(job->generation, std::move(result));
     }
 };
 
@@ -292,7 +297,19 @@ int GraphLayoutWorker::graphvizThreads() const {
 
 bool GraphLayoutWorker::isIdle() const {
     std::lock_guard<std::mutex> lock(d->mu);
-    return d->queue.empty() && !d->running;
+    return d->queue.empty() && !d->running && d->delivering == 0;
+}
+
+bool GraphLayoutWorker::waitForIdle(int timeoutMs) {
+    QDeadlineTimer deadline(timeoutMs);
+    while (!isIdle()) {
+        if (deadline.hasExpired()) return false;
+        // delivering happens in this (the GUI) thread's event loop
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+        QCoreApplication::sendPostedEvents();
+        if (!isIdle()) QThread::msleep(1);
+    }
+    return true;
 }
 
 } // namespace memlens::views

@@ -75,7 +75,11 @@ public:
     // (always 1).
     int layoutsRun() const { return m_layouts.load(); }
     int graphvizThreads() const;
+    // Nothing queued, nothing being laid out, and every result of a finished layout delivered
+    // or dropped: after this, no callback runs until the next request. waitForIdle (GUI thread)
+    // runs the event loop until then; false after `timeoutMs`.
     bool isIdle() const;
+    bool waitForIdle(int timeoutMs = 60000);
 
     ~GraphLayoutWorker() override;
 

@@ -21,4 +21,4 @@ for step in range(1, steps + 1):
     if step % 3 == 0:
         kept_outputs.append(model(torch.randn(16, 64)))
     print("step", step, flush=True)
-    time.sleep(pause)
+    time.sleep(pause)  # the job's pace (the stimulus: a job the window follows while it runs)

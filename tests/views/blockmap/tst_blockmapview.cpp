@@ -1,12 +1,15 @@
 // BlockMapView with documents: the totals line, the OOM verdict at an oom entry, clicking a
 // block, the tooltip text, no document, and the real OOM fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "blockmap/BlockDescription.h"
 #include "blockmap/BlockMapCanvas.h"
 #include "blockmap/BlockMapView.h"
+#include "common/ByteText.h"
 
 #include <QTextDocument>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -158,16 +161,19 @@ private slots:
     void realOomFixture() {
         auto doc = viewtest::fixtureDocument();
         if (!doc) QSKIP("no real snapshots");
+        const auto oom = viewtest::fixtureOom();  // device, entry and figures from Python's pickle
+        QVERIFY2(oom, "the oracle found no oom entry in the fixture");
         BlockMapView v;
         v.resize(1000, 600);
         v.setDocument(doc.get());
         v.show();
         QVERIFY(QTest::qWaitForWindowExposed(&v));
-        doc->setDevice(1);
-        doc->setCurrentEvent(421);
+        doc->setDevice(oom->device);
+        doc->setCurrentEvent(oom->index);
         const QString verdict = plain(v.verdictText());
-        QVERIFY2(verdict.contains(QStringLiteral("Out of memory: 4.9 GiB asked")), qPrintable(verdict));
-        QVERIFY(plain(v.totalsText()).contains(QStringLiteral("reserved 78.4 GiB")));
+        QVERIFY2(verdict.contains(QStringLiteral("Out of memory: %1 asked").arg(formatBytes(double(oom->size)))), qPrintable(verdict));
+        const QString totals = plain(v.totalsText());
+        QVERIFY2(totals.contains(QStringLiteral("reserved ") + formatBytes(double(oom->reservedBytes))), qPrintable(totals));
         QVERIFY(v.canvas()->layout().rects().size() > 50);
         QVERIFY(v.canvas()->layout().height() <= v.canvas()->height());
         // every device of the file shows
@@ -178,5 +184,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestBlockMapView)
+MEMLENS_GUI_TEST_MAIN(TestBlockMapView)
 #include "tst_blockmapview.moc"

@@ -2,11 +2,14 @@
 // synthetic snapshot), the note about what a snapshot cannot see, process figures that take the
 // bar to nvidia-smi's number, no document, and a real fixture.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "breakdown/BreakdownBar.h"
 #include "breakdown/BreakdownView.h"
+#include "common/ByteText.h"
 
 #include <QTextDocument>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -122,11 +125,15 @@ private slots:
             doc->setDevice(d);
             QCOMPARE(sum(v.breakdown()), doc->currentState().reservedBytes);
         }
-        doc->setDevice(1);
-        doc->setCurrentEvent(421);
-        QVERIFY(plain(v.headlineText()).contains(QStringLiteral("reserved 78.4 GiB")));
+        const auto oom = viewtest::fixtureOom();  // device, entry and reserved bytes from Python's pickle
+        QVERIFY2(oom, "the oracle found no oom entry in the fixture");
+        doc->setDevice(oom->device);
+        doc->setCurrentEvent(oom->index);
+        QCOMPARE(doc->currentState().reservedBytes, oom->reservedBytes);
+        const QString headline = plain(v.headlineText());
+        QVERIFY2(headline.contains(QStringLiteral("reserved ") + formatBytes(double(oom->reservedBytes))), qPrintable(headline));
     }
 };
 
-QTEST_MAIN(TestBreakdownView)
+MEMLENS_GUI_TEST_MAIN(TestBreakdownView)
 #include "tst_breakdownview.moc"

@@ -1,5 +1,7 @@
 // Byte counts for people and back; the binary tick steps of the timeline's y axis and the labels
 // of its x axis.
+#include "QtTestMain.h"
+
 #include "timeline/ByteAxisTicker.h"
 #include "common/ByteText.h"
 #include "timeline/EntryAxisTicker.h"
@@ -75,5 +77,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestByteFormat)
+MEMLENS_CORE_TEST_MAIN(TestByteFormat)
 #include "tst_bytetext.moc"

@@ -1,5 +1,6 @@
 // AllocationLifetimes: allocs paired with their free_completed by address, frees without an alloc
 // starting "before recording", blocks alive at the end running to the end, and the N largest.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "core/AllocationLifetimes.h"
@@ -100,5 +101,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestAllocationLifetimes)
+MEMLENS_CORE_TEST_MAIN(TestAllocationLifetimes)
 #include "tst_allocationlifetimes.moc"

@@ -1,6 +1,7 @@
 // BlockMapLayout without a window: segments wrapped into rows, bytes scaled to pixels, blocks
 // below a pixel merged one column at a time, and points mapped back to blocks. Expected values
 // are worked out by hand in the comments.
+#include "QtTestMain.h"
 #include "StateFixture.h"
 
 #include "core/BlockMapLayout.h"
@@ -207,5 +208,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestBlockMapLayout)
+MEMLENS_CORE_TEST_MAIN(TestBlockMapLayout)
 #include "tst_blockmaplayout.moc"

@@ -1,4 +1,5 @@
 // EventFilter: by action, size range, text in the top frame or the address, and entry range.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "core/EventFilter.h"
@@ -73,5 +74,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestEventFilter)
+MEMLENS_CORE_TEST_MAIN(TestEventFilter)
 #include "tst_eventfilter.moc"

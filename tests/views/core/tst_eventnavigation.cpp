@@ -1,5 +1,6 @@
 // Stepping: next/previous entry, entry of the same allocation (never into another allocation at
 // the same address), oom entries and marker starts.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "core/EventNavigation.h"
@@ -93,5 +94,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestEventNavigation)
+MEMLENS_CORE_TEST_MAIN(TestEventNavigation)
 #include "tst_eventnavigation.moc"

@@ -1,5 +1,7 @@
 // Where a session's NVML samples are drawn on the timeline (placeProcessSamples, maxInForce),
 // worked out by hand on a four-entry trace with times 100, 200, 200, 400 µs.
+#include "QtTestMain.h"
+
 #include "core/EntryAxis.h"
 #include "core/ProcessSamplesPlacement.h"
 
@@ -60,5 +62,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestProcessSamples)
+MEMLENS_CORE_TEST_MAIN(TestProcessSamples)
 #include "tst_processsamples.moc"

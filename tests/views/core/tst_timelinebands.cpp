@@ -1,6 +1,7 @@
 // TimelineBands: per column, the "other" band at the bottom and the chosen live allocations above
 // it in allocation order, reaching live bytes; hit-testing by height. Checked against the
 // definition computed directly from the lifetimes.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "core/TimelineBands.h"
@@ -88,5 +89,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTimelineBands)
+MEMLENS_CORE_TEST_MAIN(TestTimelineBands)
 #include "tst_timelinebands.moc"

@@ -2,6 +2,8 @@
 // widths, in index and time mode (with repeated times), every column's entries and min/max
 // envelope must equal a brute-force scan of the raw series that applies the definition directly,
 // with and without the pyramid of block summaries.
+#include "QtTestMain.h"
+
 #include "core/EntryAxis.h"
 #include "core/SeriesPyramid.h"
 #include "core/TimelineBinning.h"
@@ -208,5 +210,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTimelineBinning)
+MEMLENS_CORE_TEST_MAIN(TestTimelineBinning)
 #include "tst_timelinebinning.moc"

@@ -1,6 +1,7 @@
 // TimelineMarkers: START/END annotations paired per name with a stack and mapped to entries by
 // time; unmatched ends clamp to the start of the trace, unmatched starts to its end; lanes for
 // overlapping ranges; oom and snapshot entries.
+#include "QtTestMain.h"
 #include "TraceFixture.h"
 
 #include "core/TimelineMarkers.h"
@@ -72,5 +73,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTimelineMarkers)
+MEMLENS_CORE_TEST_MAIN(TestTimelineMarkers)
 #include "tst_timelinemarkers.moc"

@@ -1,6 +1,7 @@
 // graphScansOf: the graph scans of a growing session, parsing only the rows not parsed before,
 // equal to parsing every row again (model::GraphScans::fromStored) at every step, whether the new
 // rows come from a poll (SessionFile::fetch) or from opening the file again.
+#include "QtTestMain.h"
 #include "GraphScanBuilder.h"
 
 #include "document/GraphScansDocument.h"
@@ -152,5 +153,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGraphScansUpdate)
+MEMLENS_CORE_TEST_MAIN(TestGraphScansUpdate)
 #include "tst_graphscansupdate.moc"

@@ -2,6 +2,7 @@
 // outcome is delivered (exactly one of done, failed, cancelled), only while its context lives;
 // every exception becomes the one-line error; results nobody wants are freed off the GUI thread.
 // No sleeps: the tests wait for the tracker to be idle.
+#include "QtTestMain.h"
 #include "document/JobTracker.h"
 
 #include "memlens/model/ParseError.h"
@@ -311,5 +312,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestJobTracker)
+MEMLENS_CORE_TEST_MAIN(TestJobTracker)
 #include "tst_jobtracker.moc"

@@ -1,6 +1,7 @@
 // SnapshotDocument: the current entry, range selections with back and reset, the selected
 // allocation, devices; every setter emits once per change and never for the same value.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include <QSignalSpy>
 #include <QtTest>
@@ -101,5 +102,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSnapshotDocument)
+MEMLENS_CORE_TEST_MAIN(TestSnapshotDocument)
 #include "tst_snapshotdocument.moc"

@@ -1,6 +1,7 @@
 // SnapshotLoader: loads off the GUI thread and reports progress, the result, or the reader's
 // one-line error; a new load cancels the running one, whose results never arrive; a loader
 // destroyed while loading emits nothing more. No sleeps: the tests wait for the loader's jobs.
+#include "QtTestMain.h"
 #include "DocumentFixture.h"
 
 #include "document/SnapshotLoader.h"
@@ -131,5 +132,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSnapshotLoader)
+MEMLENS_CORE_TEST_MAIN(TestSnapshotLoader)
 #include "tst_snapshotloader.moc"

@@ -1,11 +1,13 @@
 // EventsModel under QAbstractItemModelTester: rows computed from the trace's columns, as a range
 // or a list of entries, swapped inside a model reset; the row <-> entry mapping; cell values.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "events/EventsModel.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -104,5 +106,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestEventsModel)
+MEMLENS_GUI_TEST_MAIN(TestEventsModel)
 #include "tst_eventsmodel.moc"

@@ -2,6 +2,8 @@
 // selected range applies, long traces filter on a worker (a newer filter supersedes the running
 // one), and the table's current row and the document's current entry follow each other.
 #include "DocumentFixture.h"
+#include "Idle.h"
+#include "QtTestMain.h"
 
 #include "events/EventsModel.h"
 #include "events/EventsView.h"
@@ -10,6 +12,7 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -152,7 +155,8 @@ private slots:
         view.setActionChoice(1);  // alloc only, still >= 6 KiB
         QVERIFY(view.isFiltering());
         QVERIFY(applied.wait(20000));
-        QTest::qWait(100);
+        // both filters over (the global pool idle) and what they posted delivered: only then count
+        QVERIFY(memlens::test::drainGlobalThreadPool());
         QCOMPARE(applied.count(), 1);  // the first filter's result never arrived
         QVERIFY(!view.isFiltering());
         EventFilter expect;
@@ -167,5 +171,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestEventsView)
+MEMLENS_GUI_TEST_MAIN(TestEventsView)
 #include "tst_eventsview.moc"

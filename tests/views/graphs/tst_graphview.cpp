@@ -3,8 +3,9 @@
 // selection (node -> tensor list; saved tensor -> the block and its alloc entry in the snapshot),
 // superseded layouts dropped, and one Graphviz thread for everything. Screenshots go to
 // MEMLENS_SCREENSHOT_DIR when it is set.
-#include "GraphFixture.h"
 #include "DocumentFixture.h"
+#include "GraphFixture.h"
+#include "QtTestMain.h"
 
 #include "blockmap/BlockMapCanvas.h"
 #include "blockmap/BlockMapView.h"
@@ -20,6 +21,7 @@
 #include <QSignalSpy>
 #include <QSplitter>
 #include <QTreeWidget>
+#include <QApplication>
 #include <QtTest>
 
 #include <set>
@@ -75,7 +77,9 @@ QString checkPlaced(const memlens::model::FoldedGraph& f, const GraphLayoutResul
 void shoot(QWidget& w, const QString& name) {
     const QString dir = graphfixture::screenshotDir();
     if (dir.isEmpty()) return;
-    QTest::qWait(50);  // let scroll bars and layouts settle as on screen
+    // scroll bars and layouts settle as on screen: the pending layout requests and repaints done
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    QCoreApplication::processEvents();
     QVERIFY(w.grab().save(dir + QLatin1Char('/') + name));
 }
 
@@ -339,7 +343,8 @@ private slots:
             v.setGraph(small);
         }
         QVERIFY(done.wait(60000));
-        QTest::qWait(300);  // anything superseded would have arrived by now
+        // the worker idle: every layout run and its result delivered or dropped; only then count
+        QVERIFY(GraphLayoutWorker::instance().waitForIdle(60000));
         QCOMPARE(done.count(), 1);
         QCOMPARE(v.layoutResult()->nodes.size(), small->nodesList.size());
         // a view destroyed while its layout runs gets nothing (and nothing crashes)
@@ -348,7 +353,7 @@ private slots:
             gone.setFoldParameters(false);
             gone.setGraph(big);
         }
-        QTRY_VERIFY_WITH_TIMEOUT(GraphLayoutWorker::instance().isIdle(), 60000);
+        QVERIFY(GraphLayoutWorker::instance().waitForIdle(60000));
     }
 
     void oneGraphvizThreadForEverything() {
@@ -454,8 +459,8 @@ private slots:
         got.reset();
         GraphLayoutWorker::instance().request(&requester, in, [&](quint64, auto r) { got = std::move(r); });
         GraphLayoutWorker::instance().cancel(&requester);
-        QTRY_VERIFY_WITH_TIMEOUT(GraphLayoutWorker::instance().isIdle(), 30000);
-        QTest::qWait(100);
+        // idle: the cancelled layout has run (or was dropped before) and its result was dropped
+        QVERIFY(GraphLayoutWorker::instance().waitForIdle(30000));
         QVERIFY(!got);
     }
 
@@ -494,5 +499,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestGraphView)
+MEMLENS_GUI_TEST_MAIN(TestGraphView)
 #include "tst_graphview.moc"

@@ -1,10 +1,13 @@
 // RetainedGraphsModel under QAbstractItemModelTester: groups -> roots, columns, growth text, gone
 // groups, the scan changing, and GraphScansDocument's stepping and selection, on hand-built scans.
+#include "QtTestMain.h"
+
 #include "document/GraphScansDocument.h"
 #include "graphs/RetainedGraphsModel.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -191,5 +194,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestRetainedGraphsModel)
+MEMLENS_GUI_TEST_MAIN(TestRetainedGraphsModel)
 #include "tst_retainedgraphsmodel.moc"

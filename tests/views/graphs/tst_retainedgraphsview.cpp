@@ -2,6 +2,7 @@
 // more full graph per eval iteration): the groups and their growth, stepping through the scans
 // with the slider and the buttons (roots appearing, growing), selecting a root, no scans.
 #include "GraphFixture.h"
+#include "QtTestMain.h"
 
 #include "document/GraphScansDocument.h"
 #include "graphs/RetainedGraphsModel.h"
@@ -12,6 +13,7 @@
 #include <QSlider>
 #include <QSortFilterProxyModel>
 #include <QTreeView>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -102,5 +104,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestRetainedGraphsView)
+MEMLENS_GUI_TEST_MAIN(TestRetainedGraphsView)
 #include "tst_retainedgraphsview.moc"

@@ -1,11 +1,13 @@
 // AllocationSitesModel under QAbstractItemModelTester, alone and behind a recursive filter proxy:
 // the trees of the synthetic snapshot's live blocks and of a range of its entries, node by node.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "sites/AllocationSitesModel.h"
 
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -150,5 +152,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestAllocationSitesModel)
+MEMLENS_GUI_TEST_MAIN(TestAllocationSitesModel)
 #include "tst_allocationsitesmodel.moc"

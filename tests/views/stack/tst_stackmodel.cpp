@@ -1,10 +1,12 @@
 // StackModel under QAbstractItemModelTester: folded runs of C++ and library frames as expandable
 // rows, their children, every column and role, the copied text, and resets between stacks.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "stack/StackModel.h"
 
 #include <QAbstractItemModelTester>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -138,5 +140,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestStackModel)
+MEMLENS_GUI_TEST_MAIN(TestStackModel)
 #include "tst_stackmodel.moc"

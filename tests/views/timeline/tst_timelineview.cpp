@@ -2,12 +2,14 @@
 // under the mouse; a click makes the entry current and selects the allocation; a drag selects a
 // range; wheel zooms; the x axis switches to time; the number of bands follows the spin box.
 #include "DocumentFixture.h"
+#include "QtTestMain.h"
 
 #include "core/TimelineBands.h"
 #include "timeline/TimelineView.h"
 #include "timeline/QCustomPlotInclude.h"
 
 #include <QSignalSpy>
+#include <QApplication>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -155,5 +157,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestTimelineView)
+MEMLENS_GUI_TEST_MAIN(TestTimelineView)
 #include "tst_timelineview.moc"

@@ -2,6 +2,7 @@
 // unchanged settings reproduce the recording (its peak, its oom entry, its state at an entry, all
 // read from the file); expandable segments remove the oom; bad values are refused in one line;
 // the simulated curves and state reach the timeline and the block map.
+#include "QtTestMain.h"
 #include "DocumentFixture.h"
 
 #include "blockmap/BlockMapCanvas.h"
@@ -12,6 +13,7 @@
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
 
+#include <QApplication>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -167,5 +169,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestWhatIfView)
+MEMLENS_GUI_TEST_MAIN(TestWhatIfView)
 #include "tst_whatifview.moc"
