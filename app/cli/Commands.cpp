@@ -1,3 +1,4 @@
+#include "CommandHelpers.h"
 #include "Commands.h"
 
 #include "CliArgs.h"
@@ -16,15 +17,8 @@
 namespace memlens::cli {
 
 using model::Snapshot;
-using Json = nlohmann::ordered_json;
 
 namespace {
-
-std::string oneFile(const CliArgs& a, const char* command) {
-    if (a.positional().size() != 1)
-        throw UsageError(std::string(command) + " takes exactly one FILE");
-    return a.positional()[0];
-}
 
 std::string humanBytes(uint64_t b) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -37,21 +31,6 @@ std::string humanBytes(uint64_t b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
     return buf;
-}
-
-void printJson(const Json& j) {
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-}
-
-int checkDevice(const Snapshot& s, long long device) {
-    if (device < 0 || device > (1 << 16)) throw UsageError("--device must be a device index");
-    if (!s.device(static_cast<int>(device))) {
-        std::string have;
-        for (const auto& d : s.devices) have += (have.empty() ? "" : ", ") + std::to_string(d.device);
-        throw model::ParseError(model::ParseError::kNoOffset, "device " + std::to_string(device),
-                                "no such device in this snapshot (it has: " + (have.empty() ? "none" : have) + ")");
-    }
-    return static_cast<int>(device);
 }
 
 } // namespace

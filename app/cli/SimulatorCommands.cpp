@@ -1,5 +1,6 @@
 // memlens-cli replay / whatif: the recorded trace replayed through the allocator simulator.
 #include "CliArgs.h"
+#include "CommandHelpers.h"
 #include "Commands.h"
 
 #include "memlens/model/Iterations.h"
@@ -8,6 +9,8 @@
 #include "memlens/model/SimulatorSettings.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/WhatIf.h"
+#include "memlens/model/WhatIfVerdict.h"
+#include "memlens/model/ByteFormat.h"
 #include "memlens/model/Workload.h"
 #include "memlens/model/WorkloadEdits.h"
 
@@ -21,28 +24,10 @@
 namespace memlens::cli {
 
 using model::Snapshot;
-using Json = nlohmann::ordered_json;
 
 namespace {
 
-void printJson(const Json& j) { std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"; }
-
-std::string oneFile(const CliArgs& a, const char* command) {
-    if (a.positional().size() != 1) throw UsageError(std::string(command) + " takes exactly one FILE");
-    return a.positional()[0];
-}
-
-int deviceOf(const Snapshot& s, const CliArgs& a) {
-    long long device = a.integer("device");
-    if (device < 0 || device > (1 << 16)) throw UsageError("--device must be a device index");
-    if (!s.device(static_cast<int>(device))) {
-        std::string have;
-        for (const auto& d : s.devices) have += (have.empty() ? "" : ", ") + std::to_string(d.device);
-        throw model::ParseError(model::ParseError::kNoOffset, "device " + std::to_string(device),
-                                "no such device in this snapshot (it has: " + (have.empty() ? "none" : have) + ")");
-    }
-    return static_cast<int>(device);
-}
+int deviceOf(const Snapshot& s, const CliArgs& a) { return checkDevice(s, a.integer("device")); }
 
 // Takes every "--NAME VALUE" / "--NAME=VALUE" of a repeatable option out of args.
 std::vector<std::string> takeRepeated(std::vector<std::string>& args, const std::string& name) {
@@ -246,6 +231,16 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
         edits.iteration = v;
     }
     model::WhatIfResult res = model::whatIf(snap, dev, settings, edits);
+    // what was asked, in words, for the verdict
+    std::string asked;
+    auto ask = [&](const std::string& what) { asked += (asked.empty() ? "" : ", ") + what; };
+    for (const std::string& kv : sets) ask(kv.substr(0, kv.find('=')) + ":" + kv.substr(kv.find('=') + 1));
+    if (auto c = a.value("capacity")) ask("capacity " + model::formatBytes(settings.capacity));
+    if (auto f = a.value("fraction")) ask("memory fraction " + *f);
+    for (const auto& st : stacks) ask("the survivors of '" + st + "' freed at the end of their iteration");
+    if (edits.dropAbove) ask("allocations above " + model::formatBytes(edits.dropAbove) + " dropped");
+    if (edits.scale != 1.0) ask("forward/backward allocations scaled by " + *a.value("scale"));
+    const std::string verdict = model::whatIfVerdict(res, asked);
     if (a.has("json")) {
         Json e{{"iterations", res.edits.iterations},
                {"free_stacks", stacks},
@@ -266,7 +261,8 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
                        {"edits", e},
                        {"estimated", res.estimated},
                        {"recording", outcomeJson(res.recording)},
-                       {"simulation", outcomeJson(res.simulation)}});
+                       {"simulation", outcomeJson(res.simulation)},
+                       {"verdict", verdict}});
         return 0;
     }
     auto row = [](const char* name, const std::string& r, const std::string& s) {
@@ -286,6 +282,7 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     row("peak live", mib(res.recording.peakLive), mib(res.simulation.peakLive));
     row("free at peak", mib(res.recording.freeAtPeak), mib(res.simulation.freeAtPeak));
     row("first oom", oomText(res.recording.firstOom), oomText(res.simulation.firstOom));
+    std::cout << verdict << "\n";
     return 0;
 }
 

@@ -277,11 +277,16 @@ def check_whatif(cli, tmp, report):
     report.check(oom.get("entry") == last and oom.get("size") == 30 * MiB and oom.get("largest_free_block") == 17 * MiB
                  and oom.get("total_free") == 68 * MiB,
                  f"fragmented: default settings: expected an oom at entry {last} with 68 MiB free in 17 MiB pieces, got {oom}")
+    report.check(j["verdict"].startswith("With capacity 100 MiB ") and
+                 f"but it runs out of memory at entry #{last} (asking 30 MiB with 68 MiB free in the cache, the largest "
+                 "free block 17 MiB)." in j["verdict"], f"fragmented: verdict {j['verdict']!r}")
     j = whatif(cli, p, "--capacity", cap, "--set", "expandable_segments=True")
     report.check(j["simulation"]["first_oom"] is None and j["simulation"]["peak_reserved"] == 100 * MiB,
                  f"fragmented: expandable segments: expected no oom and 100 MiB reserved, got "
                  f"{j['simulation']['first_oom']}, {j['simulation']['peak_reserved']}")
     report.check(j["settings"]["simulation"] == "expandable_segments:True", f"fragmented: settings {j['settings']}")
+    report.check(j["verdict"].startswith("With expandable_segments:True, capacity 100 MiB ") and
+                 j["verdict"].endswith("; no out-of-memory error either way."), f"fragmented: verdict {j['verdict']!r}")
 
     # a leak fixed; sizes dropped; scaled
     p = os.path.join(tmp, "leak.pickle")

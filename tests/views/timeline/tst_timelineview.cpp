@@ -47,9 +47,12 @@ private slots:
         QCOMPARE(m_view->layout().width(), plotWidth);
         QCOMPARE(m_view->xRange(), std::make_pair(0.0, 12.0));
         QVERIFY(m_view->layout().maxBytes() > 0);
-        // reserved fill and line, live, and nvidia-smi's samples (none: not a session)
-        QCOMPARE(m_view->plot()->graphCount(), 4);
+        // reserved fill and line, live, nvidia-smi's samples (none: not a session), and a what-if
+        // simulation's reserved and live (none: nothing simulated)
+        QCOMPARE(m_view->plot()->graphCount(), 6);
         QCOMPARE(m_view->plot()->graph(3)->dataCount(), 0);
+        QCOMPARE(m_view->plot()->graph(4)->dataCount(), 0);
+        QCOMPARE(m_view->plot()->graph(5)->dataCount(), 0);
         QVERIFY(m_view->processSamples().empty());
         QVERIFY(m_view->plot()->graph(0)->dataCount() <= 2 * plotWidth);
     }

@@ -1,0 +1,28 @@
+#include "CommandHelpers.h"
+
+#include "memlens/model/ParseError.h"
+#include "memlens/model/Snapshot.h"
+
+#include <iostream>
+
+namespace memlens::cli {
+
+std::string oneFile(const CliArgs& a, const char* command) {
+    if (a.positional().size() != 1) throw UsageError(std::string(command) + " takes exactly one FILE");
+    return a.positional()[0];
+}
+
+int checkDevice(const model::Snapshot& s, long long device) {
+    if (device < 0 || device > (1 << 16)) throw UsageError("--device must be a device index");
+    if (!s.device(static_cast<int>(device))) {
+        std::string have;
+        for (const auto& d : s.devices) have += (have.empty() ? "" : ", ") + std::to_string(d.device);
+        throw model::ParseError(model::ParseError::kNoOffset, "device " + std::to_string(device),
+                                "no such device in this snapshot (it has: " + (have.empty() ? "none" : have) + ")");
+    }
+    return static_cast<int>(device);
+}
+
+void printJson(const Json& j) { std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"; }
+
+} // namespace memlens::cli

@@ -1,0 +1,26 @@
+#pragma once
+// What the memlens-cli commands share: the one FILE argument, the device a command reads, and
+// JSON output.
+#include "CliArgs.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace memlens::model {
+class Snapshot;
+}
+
+namespace memlens::cli {
+
+using Json = nlohmann::ordered_json;
+
+// The command's one positional FILE; UsageError otherwise.
+std::string oneFile(const CliArgs& a, const char* command);
+// DEVICE as an index of the snapshot: UsageError when it is no index, model::ParseError (one line,
+// with the devices it has) when the snapshot has no such device.
+int checkDevice(const model::Snapshot& s, long long device);
+// Pretty-printed, invalid UTF-8 replaced.
+void printJson(const Json& j);
+
+} // namespace memlens::cli
