@@ -2,6 +2,8 @@
 // Retained-graph scans for the graph view tests: real ones, made once per test process by
 // tests/views/jobs/graph_fixture.py with Debian's torch (a residual network of 6 identical blocks
 // whose eval outputs are kept: one more full graph per eval iteration), and hand-built ones.
+#include "Oracle.h"
+
 #include "memlens/model/GraphScans.h"
 
 #include <QDir>
@@ -9,11 +11,12 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QString>
 #include <QTemporaryDir>
 
+#include <cstdio>
 #include <memory>
+#include <sys/wait.h>
 #include <optional>
 
 #ifndef MEMLENS_PYTHON
@@ -33,21 +36,32 @@ inline const Real& real() {
         Real out;
         static QTemporaryDir dir;
         const QString file = dir.filePath(QStringLiteral("scans.json"));
-        QProcess p;
-        p.setProcessChannelMode(QProcess::MergedChannels);
-        p.start(QStringLiteral(MEMLENS_PYTHON),
-                {QStringLiteral(MEMLENS_SOURCE_DIR "/tests/views/jobs/graph_fixture.py"), file});
-        if (!p.waitForFinished(240000) || p.exitStatus() != QProcess::NormalExit) {
+        // popen (posix_spawn), not QProcess (fork): ThreadSanitizer's runtime aborts in its fork
+        // handler when a threaded Qt test forks (clang 14), and the tsan preset runs these tests
+        const std::string cmd = oracle::shellQuoted(MEMLENS_PYTHON) + " " +
+                                oracle::shellQuoted(MEMLENS_SOURCE_DIR "/tests/views/jobs/graph_fixture.py") + " " +
+                                oracle::shellQuoted(file.toStdString()) + " 2>&1";
+        FILE* p = ::popen(cmd.c_str(), "r");
+        if (!p) {
+            out.why = QStringLiteral("the fixture job could not be started");
+            return out;
+        }
+        QByteArray output;
+        char buf[4096];
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, static_cast<qsizetype>(n));
+        const int status = ::pclose(p);
+        if (status == -1 || !WIFEXITED(status)) {
             out.why = QStringLiteral("the fixture job did not finish");
             return out;
         }
-        if (p.exitCode() == 77) {
+        const int exitCode = WEXITSTATUS(status);
+        if (exitCode == 77) {
             out.why = QStringLiteral("%1 has no torch: no real graph").arg(QStringLiteral(MEMLENS_PYTHON));
             return out;
         }
         QFile f(file);
-        if (p.exitCode() != 0 || !f.open(QIODevice::ReadOnly)) {
-            out.why = QStringLiteral("the fixture job failed: ") + QString::fromUtf8(p.readAll().right(600));
+        if (exitCode != 0 || !f.open(QIODevice::ReadOnly)) {
+            out.why = QStringLiteral("the fixture job failed: ") + QString::fromUtf8(output.right(600));
             return out;
         }
         const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
