@@ -13,6 +13,7 @@
 #include "IterationStrip.h"
 #include "MainWindow.h"
 #include "QtTestMain.h"
+#include "SpawnedProcess.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
 
@@ -28,7 +29,6 @@
 #include <QAction>
 #include <QDockWidget>
 #include <QFile>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -133,7 +133,7 @@ class TestSessions : public QObject {
     }
 
     // The event loop may have seen the process end already (waitForFinished is false then).
-    static bool finished(QProcess& p, int ms) { return p.state() == QProcess::NotRunning || p.waitForFinished(ms); }
+    static bool finished(SpawnedProcess& p, int ms) { return p.waitForFinished(ms); }
 
     // Shows W (1400x900) with PATH opened and loaded.
     static bool openIn(MainWindow& w, QSignalSpy& opened, const QString& path) {
@@ -419,14 +419,12 @@ private slots:
     // SNAPSHOT when the window's button asks the recorder (SIGUSR1) for one.
     void followsARecorderAndAsksForASnapshot() {
         const QString path = m_dir.filePath(QStringLiteral("recorder-replay.memlens"));
-        QProcess rec;
-        rec.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        rec.setStandardOutputFile(QProcess::nullDevice());
+        SpawnedProcess rec;
         rec.start(QStringLiteral(MEMLENS_CLI),
                   {QStringLiteral("record"), QStringLiteral("-o"), path, QStringLiteral("--quiet"), QStringLiteral("--"),
                    QStringLiteral(MEMLENS_PYTHON), QStringLiteral("-S"), QStringLiteral(MEMLENS_SOURCE_DIR "/tests/capture/fake_agent.py"),
                    QStringLiteral("request"), QStringLiteral("--pickle"), m_real, QStringLiteral("--iterations"), QStringLiteral("8")});
-        QVERIFY(rec.waitForStarted());
+        QVERIFY(rec.processId() > 0);
         QVERIFY2(waitForReadable(path), "the recorder's session appears");
         MainWindow w(false);
         w.setPollInterval(100);
@@ -459,7 +457,7 @@ private slots:
         QVERIFY(w.currentDocument()->entryCount() > 0);
         QCOMPARE(w.documentCount(), 1);
         QVERIFY(finished(rec, 30000));
-        QCOMPARE(rec.exitStatus(), QProcess::NormalExit);
+        QVERIFY(rec.normalExit());
         QCOMPARE(rec.exitCode(), 0);
         QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
         QVERIFY(!button->isEnabled());
@@ -471,15 +469,13 @@ private slots:
     // outputs, and stepping through iterations shows the scan of each.
     void followsACpuJobAndScansOnRequest() {
         const QString path = m_dir.filePath(QStringLiteral("cpu-job.memlens"));
-        QProcess rec;
-        rec.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        rec.setStandardOutputFile(QProcess::nullDevice());
+        SpawnedProcess rec;
         rec.start(QStringLiteral(MEMLENS_CLI),
                   {QStringLiteral("record"), QStringLiteral("-o"), path, QStringLiteral("--quiet"), QStringLiteral("--agent-config"),
                    QStringLiteral(R"({"graph_scan_first": 0, "graph_scan_every": 0})"), QStringLiteral("--"),
                    QStringLiteral(MEMLENS_PYTHON), QStringLiteral(MEMLENS_SOURCE_DIR "/tests/app/jobs/kept_outputs.py"),
                    QStringLiteral("100"), QStringLiteral("0.05")});
-        QVERIFY(rec.waitForStarted());
+        QVERIFY(rec.processId() > 0);
         QVERIFY2(waitForReadable(path), "the recorder's session appears");
         MainWindow w(false);
         w.setPollInterval(100);
@@ -517,7 +513,7 @@ private slots:
         QVERIFY2(keptAtRequest >= 1, "the kept validation outputs are roots");
         // the job ends: its exit scan arrives, the session stops being live
         QVERIFY(finished(rec, 60000));
-        QCOMPARE(rec.exitStatus(), QProcess::NormalExit);
+        QVERIFY(rec.normalExit());
         QCOMPARE(rec.exitCode(), 0);
         QVERIFY(QTest::qWaitFor([&] { return !panel->noteText().contains(QStringLiteral("live")); }, 10000));
         scans = memlens::gui::graphScansFor(w.currentDocument());
