@@ -36,20 +36,12 @@ inline const Real& real() {
         Real out;
         static QTemporaryDir dir;
         const QString file = dir.filePath(QStringLiteral("scans.json"));
-        // popen (posix_spawn), not QProcess (fork): ThreadSanitizer's runtime aborts in its fork
-        // handler when a threaded Qt test forks (clang 14), and the tsan preset runs these tests
-        const std::string cmd = oracle::shellQuoted(MEMLENS_PYTHON) + " " +
-                                oracle::shellQuoted(MEMLENS_SOURCE_DIR "/tests/views/jobs/graph_fixture.py") + " " +
-                                oracle::shellQuoted(file.toStdString()) + " 2>&1";
-        FILE* p = ::popen(cmd.c_str(), "r");
-        if (!p) {
-            out.why = QStringLiteral("the fixture job could not be started");
-            return out;
-        }
-        QByteArray output;
-        char buf[4096];
-        for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) output.append(buf, static_cast<qsizetype>(n));
-        const int status = ::pclose(p);
+        const oracle::CommandResult run = oracle::runCommand(
+            oracle::shellQuoted(MEMLENS_PYTHON) + " " +
+            oracle::shellQuoted(MEMLENS_SOURCE_DIR "/tests/views/jobs/graph_fixture.py") + " " +
+            oracle::shellQuoted(file.toStdString()) + " 2>&1");
+        const int status = run.status;
+        const QByteArray output = QByteArray::fromStdString(run.output);
         if (status == -1 || !WIFEXITED(status)) {
             out.why = QStringLiteral("the fixture job did not finish");
             return out;

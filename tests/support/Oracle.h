@@ -18,16 +18,30 @@ inline std::string shellQuoted(const std::string& s) {
     return out + "'";
 }
 
+// A shell command's standard output and its wait status (pclose's; -1: it could not be run),
+// through popen (posix_spawn), not fork: clang 14's ThreadSanitizer aborts in its fork handler
+// when a threaded Qt test forks, and the tsan preset runs these tests.
+struct CommandResult {
+    int status = -1;
+    std::string output;
+};
+inline CommandResult runCommand(const std::string& cmd) {
+    CommandResult r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+    r.status = ::pclose(p);
+    return r;
+}
+
 // The JSON that `snapshot_oracle.py ARGS...` prints; nullopt when it did not run or failed.
 inline std::optional<nlohmann::json> run(const std::vector<std::string>& args) {
     std::string cmd = shellQuoted(MEMLENS_PYTHON) + " " + shellQuoted(MEMLENS_SOURCE_DIR "/tests/tools/snapshot_oracle.py");
     for (const auto& a : args) cmd += " " + shellQuoted(a);
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return std::nullopt;
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    if (::pclose(p) != 0) return std::nullopt;
+    const CommandResult r = runCommand(cmd);
+    if (r.status != 0) return std::nullopt;
+    const std::string& out = r.output;
     auto json = nlohmann::json::parse(out, nullptr, false);
     if (json.is_discarded()) return std::nullopt;
     return json;
