@@ -149,7 +149,7 @@ private slots:
                                   segmentOf(0x9000, {{2500, K::Allocated}})});
         BlockMapLayout l(st, params(200, 10));
         auto at = [&](int x, int y) -> QString {
-            const BlockMapRect* r = l.rectAt(PixelPoint(x, y));
+            const BlockMapRect* r = l.rectAt(PixelPoint{x, y});
             return r ? QStringLiteral("%1/%2").arg(r->segment).arg(r->block) : QStringLiteral("-");
         };
         QCOMPARE(at(0, 0), QStringLiteral("0/0"));
@@ -204,7 +204,7 @@ private slots:
         BlockMapLayout empty(DeviceState{}, p);
         QCOMPARE(empty.rows(), 0);
         QCOMPARE(empty.height(), 0);
-        QVERIFY(empty.rectAt(PixelPoint(0, 0)) == nullptr);
+        QVERIFY(empty.rectAt(PixelPoint{0, 0}) == nullptr);
     }
 };
 
