@@ -101,26 +101,8 @@ void AllocatorSimulator::addSegment(uint64_t address, uint64_t size, uint64_t st
             insertFree(prev);
             return;
         }
-        int32_t b = newBlock();
-        Blk& k = blocks_[b];
-        k.ptr = ptr;
-        k.size = sz;
-        k.stream = stream;
-        k.small = small;
-        k.prev = prev;
-        if (prev >= 0) blocks_[prev].next = b;
-        if (ib && ib->allocated) {
-            k.allocated = true;
-            k.requested = ib->requested;
-            k.id = ib->id;
-            reserveIds(ib->id + 1);
-            byId_[ib->id] = b;
-            allocated_ += sz;
-            requested_ += ib->requested;
-        } else {
-            if (ib) k.requested = ib->requested;
-            insertFree(b);
-        }
+        const int32_t b = initialBlock(ptr, sz, stream, small, prev, ib);
+        if (!blocks_[b].allocated) insertFree(b);
         prev = b;
     };
     for (const InitialBlock& ib : blocks) {
@@ -135,6 +117,28 @@ void AllocatorSimulator::addSegment(uint64_t address, uint64_t size, uint64_t st
     ++segments_;
     addresses_.reserveExisting(address, size);
     notePeaks();
+}
+
+int32_t AllocatorSimulator::initialBlock(uint64_t ptr, uint64_t sz, uint64_t stream, bool small, int32_t prev,
+                                         const InitialBlock* ib) {
+    const int32_t b = newBlock();
+    Blk& k = blocks_[b];
+    k.ptr = ptr;
+    k.size = sz;
+    k.stream = stream;
+    k.small = small;
+    k.prev = prev;
+    if (prev >= 0) blocks_[prev].next = b;
+    if (ib) k.requested = ib->requested;
+    if (ib && ib->allocated) {
+        k.allocated = true;
+        k.id = ib->id;
+        reserveIds(ib->id + 1);
+        byId_[ib->id] = b;
+        allocated_ += sz;
+        requested_ += ib->requested;
+    }
+    return b;
 }
 
 void AllocatorSimulator::addReservation(uint64_t base, uint64_t size, uint64_t stream, bool small,
@@ -158,29 +162,12 @@ void AllocatorSimulator::addReservation(uint64_t base, uint64_t size, uint64_t s
             }
             return;
         }
-        int32_t b = newBlock();
-        Blk& k = blocks_[b];
-        k.ptr = ptr;
-        k.size = sz;
-        k.stream = stream;
-        k.small = small;
-        k.res = r;
-        k.mapped = isMapped;
-        k.prev = prev;
-        if (prev >= 0) blocks_[prev].next = b;
-        if (ib && ib->allocated) {
-            k.allocated = true;
-            k.requested = ib->requested;
-            k.id = ib->id;
-            reserveIds(ib->id + 1);
-            byId_[ib->id] = b;
-            allocated_ += sz;
-            requested_ += ib->requested;
-        } else if (isMapped) {
-            if (ib) k.requested = ib->requested;
-            insertFree(b);
-        } else {
-            poolOf(k).unmapped.insert(akey(b));
+        const int32_t b = initialBlock(ptr, sz, stream, small, prev, ib);
+        blocks_[b].res = r;
+        blocks_[b].mapped = isMapped;
+        if (!blocks_[b].allocated) {
+            if (isMapped) insertFree(b);
+            else poolOf(blocks_[b]).unmapped.insert(akey(b));
         }
         prev = b;
     };

@@ -176,6 +176,9 @@ private:
     };
 
     int32_t newBlock();
+    // A block of the initial state, linked after `prev`: allocated (counted, found by its id) when
+    // ib says so; otherwise the caller files it as free or unmapped.
+    int32_t initialBlock(uint64_t ptr, uint64_t sz, uint64_t stream, bool small, int32_t prev, const InitialBlock* ib);
     void dropBlock(int32_t b);
     Pool& poolOf(const Blk& b) { return b.small ? small_ : large_; }
     FreeKey key(int32_t b) const { return {blocks_[b].stream, blocks_[b].size, blocks_[b].ptr, b}; }
