@@ -25,4 +25,12 @@ int checkDevice(const model::Snapshot& s, long long device) {
 
 void printJson(const Json& j) { std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"; }
 
+void writeBuffered(std::string& out, const char* text) {
+    out += text;
+    if (out.size() > (1 << 20)) {
+        std::cout << out;
+        out.clear();
+    }
+}
+
 } // namespace memlens::cli

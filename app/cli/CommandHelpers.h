@@ -22,5 +22,7 @@ std::string oneFile(const CliArgs& a, const char* command);
 int checkDevice(const model::Snapshot& s, long long device);
 // Pretty-printed, invalid UTF-8 replaced.
 void printJson(const Json& j);
+// Appends to a buffer that goes to stdout a megabyte at a time (long CSV output).
+void writeBuffered(std::string& out, const char* text);
 
 } // namespace memlens::cli

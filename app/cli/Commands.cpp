@@ -104,11 +104,7 @@ int timelineCommand(const std::vector<std::string>& args) {
         std::snprintf(buf, sizeof buf, csv ? ",%llu,%lld,%lld\n" : " %llu %lld %lld\n",
                       static_cast<unsigned long long>(t.size[i]), static_cast<long long>(tl.liveBytes[i]),
                       static_cast<long long>(tl.reservedBytes[i]));
-        out += buf;
-        if (out.size() > (1 << 20)) {
-            std::cout << out;
-            out.clear();
-        }
+        writeBuffered(out, buf);
     }
     std::cout << out;
     return 0;

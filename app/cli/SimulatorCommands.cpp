@@ -111,11 +111,7 @@ int replayCommand(const std::vector<std::string>& args) {
             std::snprintf(buf, sizeof buf, "%s,%llu,%llu,%llu\n", model::actionName(e.action),
                           static_cast<unsigned long long>(e.addr), static_cast<unsigned long long>(e.size),
                           static_cast<unsigned long long>(e.stream));
-            out += buf;
-            if (out.size() > (1 << 20)) {
-                std::cout << out;
-                out.clear();
-            }
+            writeBuffered(out, buf);
         }
         std::cout << out;
         return 0;
