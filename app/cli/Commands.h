@@ -18,5 +18,8 @@ int graphsCommand(const std::vector<std::string>& args);
 // SimulatorCommands.cpp
 int replayCommand(const std::vector<std::string>& args);
 int whatifCommand(const std::vector<std::string>& args);
+// DoctorCommands.cpp
+int checkCommand(const std::vector<std::string>& args);  // 3: a finding at or above --fail-on
+int diffCommand(const std::vector<std::string>& args);
 
 } // namespace memlens::cli

@@ -49,6 +49,14 @@ const char* kUsage =
     "  export FILE --snapshot ID|last [-o OUT.pickle]\n"
     "                                           a snapshot of a session, as PyTorch wrote it\n"
     "  graphs FILE [--json [--detail]]          retained autograd graphs found by the job's agent\n"
+    "  check FILE [--json] [--fail-on info|warning|error] [--device D]\n"
+    "                                           the doctor: the memory mistakes the snapshot or session\n"
+    "                                           shows, what each costs, its evidence and the fix; exits 3\n"
+    "                                           when a finding is at or above --fail-on (default warning)\n"
+    "  diff FILE --from N --to M [--json] [--device D]\n"
+    "                                           allocations made in iterations N..M still alive at the end\n"
+    "                                           of M, by allocation stack\n"
+    "  diff A B [--json] [--device D]           live memory of B against A, by allocation stack\n"
     "\n"
     "Errors print one line on stderr and exit 1; usage errors exit 2.\n";
 
@@ -79,6 +87,8 @@ int main(int argc, char** argv) {
         if (command == "graphs") return memlens::cli::graphsCommand(args);
         if (command == "replay") return memlens::cli::replayCommand(args);
         if (command == "whatif") return memlens::cli::whatifCommand(args);
+        if (command == "check") return memlens::cli::checkCommand(args);
+        if (command == "diff") return memlens::cli::diffCommand(args);
         throw memlens::cli::UsageError("unknown command '" + command + "'");
     } catch (const memlens::cli::UsageError& e) {
         std::cerr << "memlens-cli: " << e.what() << "\n" << kUsage;

@@ -28,4 +28,39 @@ std::vector<Iteration> detectIterations(const Snapshot& snapshot, int device);
 // The iteration holding trace entry `entry` (index into `iterations`), or -1.
 int64_t iterationOf(const std::vector<Iteration>& iterations, int64_t entry);
 
+// Where a split into iterations came from.
+enum class IterationSource : uint8_t {
+    None,         // no iterations found: the trace is one stretch
+    Annotations,  // external_annotations (detectIterations)
+    Pattern,      // the trace's repeating pattern: one allocation stack recurring once per iteration
+    Session,      // a session's iterations, mapped onto the trace by time
+};
+const char* iterationSourceName(IterationSource s);
+
+struct IterationSplit {
+    std::vector<Iteration> iterations;  // in trace order
+    IterationSource source = IterationSource::None;
+    // The trace ends inside the last iteration (dumped mid-step or at an out-of-memory error):
+    // its unfreed memory is work in progress, not growth.
+    bool lastIncomplete = false;
+    StackId anchor = 0;  // Pattern: the stack whose allocation opens each iteration
+    std::string note;    // how the split was found, one sentence
+
+    // Iterations that ran to their end (all but an incomplete last one).
+    size_t complete() const { return iterations.size() - (lastIncomplete && !iterations.empty() ? 1 : 0); }
+};
+
+// The iterations of one device's trace: from annotations when it has them, else from its
+// repeating pattern (at least two repeats).
+IterationSplit splitIterations(const Snapshot& snapshot, int device);
+// The pattern alone (tests, and snapshots whose annotations mark something else).
+IterationSplit iterationsFromPattern(const Snapshot& snapshot, int device);
+// Iterations given by time ranges [startUs, endUs] (a session's), mapped onto the trace.
+struct TimedIteration {
+    int64_t number = 0;
+    std::string name;
+    int64_t startUs = 0, endUs = 0;
+};
+IterationSplit iterationsFromTimes(const Snapshot& snapshot, int device, const std::vector<TimedIteration>& timed);
+
 } // namespace memlens::model

@@ -1,0 +1,71 @@
+#include "memlens/model/IterationDiff.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace memlens::model {
+
+std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
+    std::vector<AllocationLife> out;
+    std::unordered_map<uint64_t, size_t> open;  // address -> index into out
+    const auto n = static_cast<int64_t>(t.rows());
+    for (int64_t i = 0; i < n; ++i) {
+        const Action a = t.action[i];
+        if (a == Action::Alloc) {
+            open[t.addr[i]] = out.size();
+            out.push_back({i, -1});
+        } else if (a == Action::FreeRequested || a == Action::Free) {
+            if (auto it = open.find(t.addr[i]); it != open.end()) {
+                out[it->second].free = i;
+                open.erase(it);
+            }
+        }
+    }
+    return out;
+}
+
+Survivors survivorsOf(const TraceColumns& t, const std::vector<AllocationLife>& lives,
+                      const std::vector<Iteration>& its, size_t from, size_t to, int64_t aliveAfter) {
+    Survivors out;
+    out.from = from;
+    out.to = to;
+    out.aliveAfter = aliveAfter;
+    if (its.empty() || from > to || to >= its.size()) return out;
+    const size_t span = to - from + 1;
+    std::unordered_map<StackId, size_t> index;
+    const int64_t firstEntry = its[from].firstEntry, lastEntry = its[to].lastEntry;
+    auto life = std::lower_bound(lives.begin(), lives.end(), firstEntry,
+                                 [](const AllocationLife& l, int64_t e) { return l.alloc < e; });
+    size_t k = from;
+    for (; life != lives.end() && life->alloc <= lastEntry; ++life) {
+        while (k < to && life->alloc > its[k].lastEntry) ++k;
+        if (life->alloc < its[k].firstEntry || life->alloc > its[k].lastEntry) continue;  // between iterations
+        if (!life->aliveAfter(aliveAfter)) continue;
+        const StackId stack = t.stack[life->alloc];
+        auto [it, added] = index.try_emplace(stack, out.groups.size());
+        if (added) {
+            SurvivorGroup g;
+            g.stack = stack;
+            g.perIteration.assign(span, 0);
+            out.groups.push_back(std::move(g));
+        }
+        SurvivorGroup& g = out.groups[it->second];
+        const uint64_t bytes = t.size[life->alloc];
+        if (g.perIteration[k - from] == 0) {
+            ++g.iterationsWith;
+            if (g.count == 0) g.firstIteration = its[k].number;
+            g.lastIteration = its[k].number;
+        }
+        g.perIteration[k - from] += bytes;
+        g.bytes += bytes;
+        g.count += 1;
+        out.bytes += bytes;
+        out.count += 1;
+    }
+    std::sort(out.groups.begin(), out.groups.end(), [](const SurvivorGroup& a, const SurvivorGroup& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+    });
+    return out;
+}
+
+} // namespace memlens::model

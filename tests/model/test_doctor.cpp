@@ -1,0 +1,209 @@
+// The doctor on plain snapshots: training loops written as traces with mistakes planted at sizes
+// chosen here (tests/support/JobTrace.h), the bundled example (its generator plants a kept graph
+// of 3 x 8 MiB per iteration and dies of fragmentation), and the real snapshots (no error, stable).
+#include "JobTrace.h"
+#include "RealSnapshots.h"
+
+#include "memlens/model/AllocatorState.h"
+#include "memlens/model/IterationDiff.h"
+#include "memlens/model/SnapshotDoctor.h"
+#include "memlens/model/SnapshotReader.h"
+#include "memlens/model/StackDiff.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace memlens::model;
+using jobtrace::Job;
+using jobtrace::KiB;
+using jobtrace::MiB;
+
+namespace {
+
+Snapshot snapshotOf(const Job& job) { return synth::read(jobtrace::pickle(job)); }
+
+const Finding* findRule(const DoctorReport& r, const std::string& rule) {
+    for (const Finding& f : r.findings)
+        if (f.rule == rule) return &f;
+    return nullptr;
+}
+
+std::string rulesOf(const DoctorReport& r) {
+    std::string out;
+    for (const Finding& f : r.findings) out += f.rule + "(" + severityName(f.severity) + ") ";
+    return out;
+}
+
+void expectNear(double value, double analytic, const char* what) {
+    EXPECT_NEAR(value, analytic, 0.1 * analytic) << what;
+}
+
+} // namespace
+
+TEST(Doctor, IterationsFromThePatternMatchTheLoop) {
+    Job job;
+    job.annotate = false;
+    job.iterations = 7;
+    const Snapshot s = snapshotOf(job);
+    const IterationSplit split = splitIterations(s, 0);
+    EXPECT_EQ(split.source, IterationSource::Pattern);
+    ASSERT_EQ(split.iterations.size(), 7u);
+    EXPECT_FALSE(split.lastIncomplete);
+    // each iteration opens with its input batch: train.py:35, 2 MiB
+    const TraceColumns& t = s.device(0)->trace;
+    for (const Iteration& it : split.iterations) {
+        EXPECT_EQ(t.action[it.firstEntry], Action::Alloc);
+        EXPECT_EQ(t.size[it.firstEntry], job.batch);
+    }
+}
+
+TEST(Doctor, ATraceCutInsideAnIterationSaysSo) {
+    for (bool annotate : {true, false}) {
+        Job job;
+        job.annotate = annotate;
+        job.cutLast = true;
+        const IterationSplit split = splitIterations(snapshotOf(job), 0);
+        EXPECT_EQ(split.iterations.size(), static_cast<size_t>(job.iterations + 1)) << annotate;
+        EXPECT_TRUE(split.lastIncomplete) << annotate;
+        EXPECT_EQ(split.complete(), static_cast<size_t>(job.iterations)) << annotate;
+    }
+}
+
+TEST(Doctor, ACorrectLoopHasNoFindingAtWarning) {
+    for (bool annotate : {true, false}) {
+        Job job;
+        job.annotate = annotate;
+        job.cutLast = true;  // the cut iteration's activations are work in progress, not growth
+        const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+        for (const Finding& f : r.findings) EXPECT_LT(f.severity, Severity::Warning) << rulesOf(r);
+        EXPECT_NE(r.summary.batchSize.find("steady"), std::string::npos) << r.summary.batchSize;
+    }
+}
+
+TEST(Doctor, AGraphKeptEveryIterationIsGraphKept) {
+    for (bool annotate : {true, false}) {
+        Job job;
+        job.annotate = annotate;
+        job.iterations = 10;
+        job.graphKept = {3 * MiB, 5 * MiB};
+        const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+        const Finding* f = findRule(r, "graph-kept");
+        ASSERT_TRUE(f) << rulesOf(r);
+        EXPECT_EQ(f->severity, Severity::Error);
+        ASSERT_TRUE(f->perIterationBytes);
+        expectNear(*f->perIterationBytes, 8.0 * MiB, "bytes per iteration");
+        EXPECT_EQ(f->bytes, 10 * 8 * MiB);
+        EXPECT_EQ(f->count, 20u);
+        EXPECT_EQ(f->sinceIteration, 1);
+        EXPECT_NE(f->title.find("train.py:81"), std::string::npos) << f->title;
+        EXPECT_EQ(f->allocEntries.size(), 20u);
+        EXPECT_NE(r.summary.batchSize.find("It is not the batch size"), std::string::npos) << r.summary.batchSize;
+        EXPECT_EQ(findRule(r, "growth"), nullptr) << rulesOf(r);
+    }
+}
+
+TEST(Doctor, OneForwardTensorKeptPerIterationIsKeptOnDevice) {
+    Job job;
+    job.keptLogits = 768 * KiB;
+    const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+    const Finding* f = findRule(r, "kept-on-device");
+    ASSERT_TRUE(f) << rulesOf(r);
+    expectNear(*f->perIterationBytes, 768.0 * KiB, "bytes per iteration");
+    EXPECT_EQ(f->count, static_cast<uint64_t>(job.iterations));
+    ASSERT_FALSE(f->frames.empty());
+    EXPECT_EQ(f->frames.front().name, "linear");
+}
+
+TEST(Doctor, ACacheGrowingOutsideTheModelIsGrowth) {
+    Job job;
+    job.cacheGrowth = 1 * MiB;
+    const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+    const Finding* f = findRule(r, "growth");
+    ASSERT_TRUE(f) << rulesOf(r);
+    expectNear(*f->perIterationBytes, 1.0 * MiB, "bytes per iteration");
+    ASSERT_FALSE(f->frames.empty());
+    EXPECT_EQ(f->frames.front().filename, "/home/me/train.py");
+    EXPECT_EQ(f->frames.front().line, 60u);
+}
+
+TEST(Doctor, GradientsZeroedInPlaceAreGradsKept) {
+    Job job;
+    job.gradsKept = true;
+    const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+    const Finding* f = findRule(r, "grads-kept");
+    ASSERT_TRUE(f) << rulesOf(r);
+    EXPECT_EQ(f->bytes, static_cast<uint64_t>(job.parameters) * job.parameter);
+    EXPECT_EQ(f->count, static_cast<uint64_t>(job.parameters));
+    EXPECT_EQ(f->severity, Severity::Warning);
+    // not growth: they were allocated once
+    EXPECT_EQ(findRule(r, "growth"), nullptr) << rulesOf(r);
+}
+
+TEST(Doctor, TheIterationDiffGroupsSurvivorsByStack) {
+    Job job;
+    job.graphKept = {3 * MiB, 5 * MiB};
+    const Snapshot s = snapshotOf(job);
+    const IterationSplit split = splitIterations(s, 0);
+    const TraceColumns& t = s.device(0)->trace;
+    const auto lives = allocationLives(t);
+    // iterations 2..4 (indices 1..3), alive at the end of iteration 4
+    const Survivors sv = survivorsOf(t, lives, split.iterations, 1, 3, split.iterations[3].lastEntry);
+    EXPECT_EQ(sv.bytes, 3 * 8 * MiB);
+    ASSERT_EQ(sv.groups.size(), 2u);
+    EXPECT_EQ(sv.groups[0].bytes, 3 * 5 * MiB);
+    EXPECT_EQ(sv.groups[0].count, 3u);
+    EXPECT_EQ(sv.groups[0].firstIteration, 2);
+    EXPECT_EQ(sv.groups[0].iterationsWith, 3u);
+    EXPECT_DOUBLE_EQ(sv.groups[0].bytesPerIteration(), 5.0 * MiB);
+    // one iteration alone, alive at its own end: its leak, nothing of the loop
+    const Survivors one = survivorsOf(t, lives, split.iterations, 5, 5, split.iterations[5].lastEntry);
+    EXPECT_EQ(one.bytes, 8 * MiB);
+}
+
+TEST(Doctor, TwoFilesDifferByTheStacksThatGrew) {
+    Job a, b;
+    a.graphKept = b.graphKept = {3 * MiB, 5 * MiB};
+    a.iterations = 4;
+    b.iterations = 9;
+    const Snapshot sa = snapshotOf(a), sb = snapshotOf(b);
+    const StateHistory ha(sa, 0), hb(sb, 0);
+    const auto d = diffLiveByStack(sa, ha.stateAfter(ha.entries() - 1), sb, hb.stateAfter(hb.entries() - 1));
+    ASSERT_GE(d.size(), 2u);
+    EXPECT_EQ(d[0].change, StackDelta::Change::Grew);
+    EXPECT_EQ(d[0].delta(), static_cast<int64_t>(5 * 5 * MiB));
+    EXPECT_EQ(d[1].delta(), static_cast<int64_t>(5 * 3 * MiB));
+    for (size_t i = 2; i < d.size(); ++i) EXPECT_EQ(d[i].delta(), 0) << i;
+}
+
+TEST(Doctor, TheExampleKeepsGraphsAndDiesOfFragmentation) {
+    // resources/make_example.py: `losses.append(loss + 0.01 * aux_entropy(h))` keeps 3 x 8 MiB
+    // (plus a scalar) per iteration; the last evaluation's 256 MiB log_softmax fails.
+    const auto path = std::filesystem::path(MEMLENS_SOURCE_DIR) / "resources" / "example.pickle";
+    const DoctorReport r = diagnoseSnapshot(readSnapshotFile(path.string()));
+    const Finding* g = findRule(r, "graph-kept");
+    ASSERT_TRUE(g) << rulesOf(r);
+    expectNear(*g->perIterationBytes, 24.0 * MiB, "kept per iteration");
+    EXPECT_NE(g->title.find("train.py:81"), std::string::npos) << g->title;
+    const Finding* f = findRule(r, "fragmentation");
+    ASSERT_TRUE(f) << rulesOf(r);
+    EXPECT_EQ(f->bytes, 256 * MiB);
+    EXPECT_EQ(f->severity, Severity::Error);
+    EXPECT_TRUE(r.summary.oom);
+    EXPECT_EQ(r.iterations.iterations.size(), 30u);
+}
+
+TEST(Doctor, RealSnapshotsAreDiagnosedTheSameTwice) {
+    const auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "no real snapshots in " << MEMLENS_SNAPSHOTS_DIR;
+    for (const auto& file : files) {
+        const Snapshot s = readSnapshotFile(file.string());
+        const DoctorReport a = diagnoseSnapshot(s), b = diagnoseSnapshot(s);
+        ASSERT_EQ(a.findings.size(), b.findings.size()) << file;
+        for (size_t i = 0; i < a.findings.size(); ++i) {
+            EXPECT_EQ(a.findings[i].rule, b.findings[i].rule) << file;
+            EXPECT_EQ(a.findings[i].bytes, b.findings[i].bytes) << file;
+        }
+        EXPECT_FALSE(a.summary.nvidiaSmi.empty()) << file;
+    }
+}
