@@ -19,6 +19,7 @@
 #include "document/SnapshotLoader.h"
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
+#include "findings/FindingsView.h"
 
 #include <QAction>
 #include <QApplication>
@@ -46,7 +47,7 @@
 namespace memlens::gui {
 
 namespace {
-constexpr int kLayoutVersion = 2;  // 2: the What-if dock
+constexpr int kLayoutVersion = 3;  // 2: the What-if dock; 3: Findings
 const QString kGeometryKey = QStringLiteral("window/geometry");
 const QString kStateKey = QStringLiteral("window/state");
 
@@ -120,6 +121,15 @@ void MainWindow::createTopPanel() {
     v->addWidget(menus);
     m_banner = new ErrorBanner(panel);
     v->addWidget(m_banner);
+    // the doctor's verdict on the current file, one line; the link raises the Findings dock
+    m_findingsBanner = new QLabel(panel);
+    m_findingsBanner->setObjectName(QStringLiteral("findingsBanner"));
+    m_findingsBanner->setTextFormat(Qt::RichText);
+    m_findingsBanner->setContentsMargins(8, 3, 8, 3);
+    m_findingsBanner->setStyleSheet(QStringLiteral("QLabel#findingsBanner { background: #fff4d6; color: #3b2f00; }"));
+    m_findingsBanner->hide();
+    connect(m_findingsBanner, &QLabel::linkActivated, this, [this] { raiseView(QStringLiteral("findings")); });
+    v->addWidget(m_findingsBanner);
     m_progress = new LoadProgressPanel(panel);
     connect(m_progress, &LoadProgressPanel::cancelRequested, this, &MainWindow::cancelLoading);
     v->addWidget(m_progress);
@@ -225,6 +235,7 @@ void MainWindow::createDocks() {
         m_docks.append(d);
     }
     connectWhatIf();
+    connectFindings();
     m_sessionDock = new QDockWidget(tr("Session"), this);
     m_sessionDock->setObjectName(QStringLiteral("sessionDock"));
     m_sessionPanel = new SessionPanel(m_sessionDock);
@@ -246,6 +257,31 @@ void MainWindow::connectWhatIf() {
     auto* blocks = qobject_cast<views::BlockMapView*>(dock(QStringLiteral("blocks"))->widget());
     connect(whatIf, &views::WhatIfView::simulatedSeriesChanged, timeline, &views::TimelineView::setSimulatedSeries);
     connect(whatIf, &views::WhatIfView::simulatedStateChanged, blocks, &views::BlockMapView::setSimulatedState);
+}
+
+void MainWindow::connectFindings() {
+    auto* findings = qobject_cast<views::FindingsView*>(dock(QStringLiteral("findings"))->widget());
+    connect(findings, &views::FindingsView::reportChanged, this, &MainWindow::updateFindingsBanner);
+}
+
+void MainWindow::updateFindingsBanner() {
+    auto* findings = qobject_cast<views::FindingsView*>(dock(QStringLiteral("findings"))->widget());
+    const QString text = findings->document() == currentDocument() ? findings->bannerText() : QString();
+    if (text.isEmpty()) {
+        m_findingsBanner->hide();
+        m_findingsBanner->clear();
+        m_findingsBanner->setToolTip(QString());
+        return;
+    }
+    m_findingsBanner->setText(text.toHtmlEscaped() + QStringLiteral(" &nbsp;<a href=\"findings\">%1</a>").arg(tr("Show findings")));
+    m_findingsBanner->setToolTip(text);
+    m_findingsBanner->show();
+}
+
+QString MainWindow::findingsBannerText() const { return m_findingsBanner->toolTip(); }
+
+void MainWindow::selectFinding(int row) {
+    qobject_cast<views::FindingsView*>(dock(QStringLiteral("findings"))->widget())->selectFinding(row);
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -272,6 +308,7 @@ void MainWindow::arrangeDefaultLayout() {
     tabifyDockWidget(events, sites);
     tabifyDockWidget(blocks, breakdown);
     tabifyDockWidget(blocks, dock(QStringLiteral("whatif")));
+    tabifyDockWidget(events, dock(QStringLiteral("findings")));
     // retained graphs (sessions with graph scans): the list beside the entries, the graph beside the stack
     tabifyDockWidget(events, dock(QStringLiteral("graphs")));
     tabifyDockWidget(stack, dock(QStringLiteral("graph")));

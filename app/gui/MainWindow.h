@@ -52,6 +52,10 @@ public:
     bool raiseView(const QString& name);
     QDockWidget* dock(const QString& name) const;
     QString bannerMessage() const;
+    // The doctor's one line about the current document ("2 findings: ..."); empty when none.
+    QString findingsBannerText() const;
+    // Selects finding ROW of the Findings dock and its evidence in every view.
+    void selectFinding(int row);
     // For tests and for callers that drive the window.
     NavigationActions* navigation() const { return m_nav; }
     QTabBar* tabs() const { return m_tabs; }
@@ -87,6 +91,8 @@ private:
     void createToolBar();
     void createDocks();
     void connectWhatIf();
+    void connectFindings();
+    void updateFindingsBanner();
     void arrangeDefaultLayout();
     void restoreLayout();
     void saveLayout() const;
@@ -142,6 +148,7 @@ private:
     RecentFiles* m_recent = nullptr;
     NavigationActions* m_nav = nullptr;
     ErrorBanner* m_banner = nullptr;
+    QLabel* m_findingsBanner = nullptr;
     LoadProgressPanel* m_progress = nullptr;
     StartPage* m_start = nullptr;
     QTabBar* m_tabs = nullptr;

@@ -2,6 +2,7 @@
 
 #include "MainWindow.h"
 
+#include "document/JobTracker.h"
 #include "document/SnapshotDocument.h"
 
 #include <QCoreApplication>
@@ -33,6 +34,9 @@ void ScreenshotRunner::start(const QString& file) {
 void ScreenshotRunner::capture() {
     m_window->resize(kWidth, kHeight);  // in case anything asked the window to grow
     m_window->raiseView(m_view.isEmpty() ? QStringLiteral("timeline") : m_view);
+    // the views' background work (the doctor, a what-if) ends before the picture is taken
+    views::JobTracker::waitForAllIdle(120000);
+    if (m_view == QLatin1String("findings")) m_window->selectFinding(0);  // its evidence shown everywhere
     for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
     const QPixmap picture = m_window->grab();
     if (!picture.save(m_output, "PNG")) {

@@ -12,6 +12,8 @@
 #include "stack/StackView.h"
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
+#include "findings/FindingsView.h"
+#include "SessionLoader.h"
 
 namespace memlens::gui {
 
@@ -34,6 +36,15 @@ ViewHandle makeGraphView(QWidget* parent) {
             }};
 }
 
+// The doctor reads the agent's records of the document's session too, if it has one.
+ViewHandle makeFindingsView(QWidget* parent) {
+    auto* v = new views::FindingsView(parent);
+    return {v, [v](views::SnapshotDocument* d) {
+                const SessionState* session = d ? SessionState::of(d) : nullptr;
+                v->setDocument(d, session ? QString::fromStdString(session->file().path()) : QString());
+            }};
+}
+
 } // namespace
 
 QList<ViewInfo> viewCatalog() {
@@ -47,6 +58,7 @@ QList<ViewInfo> viewCatalog() {
         {QStringLiteral("graphs"), QObject::tr("Retained graphs"), QStringLiteral("retainedGraphsDock")},
         {QStringLiteral("graph"), QObject::tr("Graph"), QStringLiteral("graphDock")},
         {QStringLiteral("whatif"), QObject::tr("What-if"), QStringLiteral("whatIfDock")},
+        {QStringLiteral("findings"), QObject::tr("Findings"), QStringLiteral("findingsDock")},
     };
 }
 
@@ -66,6 +78,7 @@ ViewHandle createView(const QString& name, QWidget* parent) {
     if (name == QLatin1String("graphs")) return makeGraphView<views::RetainedGraphsView>(parent);
     if (name == QLatin1String("graph")) return makeGraphView<views::GraphView>(parent);
     if (name == QLatin1String("whatif")) return make<views::WhatIfView>(parent);
+    if (name == QLatin1String("findings")) return makeFindingsView(parent);
     return {};
 }
 

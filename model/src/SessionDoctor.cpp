@@ -322,27 +322,34 @@ std::vector<Finding> sessionFindings(const SessionFile& session) {
 }
 
 DoctorReport diagnoseSession(const SessionFile& session, const std::atomic<bool>* cancel) {
+    DoctorOptions options;
+    options.cancel = cancel;
+    const SessionSnapshot* snap = snapshotToDiagnose(session);
+    if (!snap) return diagnoseSession(session, nullptr, options);
+    const std::string bytes = session.readSnapshot(snap->id);
+    const Snapshot s = readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    DoctorReport report = diagnoseSession(session, &s, options);
+    report.notes.insert(report.notes.begin(), "snapshot " + std::to_string(snap->id) + " (" + snap->trigger + ", iteration " +
+                                                  std::to_string(snap->iteration) + ") diagnosed");
+    // process figures: the NVML reading closest before the snapshot
+    for (const DeviceSample& d : session.samples())
+        if (d.processUsed && d.device == report.device && d.timeUs <= snap->timeUs)
+            report.summary.processBytes = static_cast<uint64_t>(*d.processUsed);
+    if (report.summary.processBytes)
+        report.summary.nvidiaSmi = "nvidia-smi showed " + formatBytes(*report.summary.processBytes) + " for the process; " +
+                                   report.summary.nvidiaSmi;
+    return report;
+}
+
+DoctorReport diagnoseSession(const SessionFile& session, const Snapshot* snapshot, DoctorOptions options) {
     DoctorReport report;
     std::vector<Finding> agent = sessionFindings(session);
-    if (const SessionSnapshot* snap = snapshotToDiagnose(session)) {
-        const std::string bytes = session.readSnapshot(snap->id);
-        const Snapshot s = readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-        DoctorOptions options;
-        options.cancel = cancel;
+    if (snapshot) {
         std::vector<TimedIteration> timed;
         for (const SessionIteration& it : session.iterations())
             timed.push_back({it.index, it.phase + " iteration " + std::to_string(it.index), it.startUs, it.endUs});
         if (!timed.empty()) options.iterations = std::move(timed);
-        report = diagnoseSnapshot(s, options);
-        report.notes.insert(report.notes.begin(), "snapshot " + std::to_string(snap->id) + " (" + snap->trigger + ", iteration " +
-                                                      std::to_string(snap->iteration) + ") diagnosed");
-        // process figures: the NVML reading closest before the snapshot
-        for (const DeviceSample& d : session.samples())
-            if (d.processUsed && d.device == report.device && d.timeUs <= snap->timeUs)
-                report.summary.processBytes = static_cast<uint64_t>(*d.processUsed);
-        if (report.summary.processBytes)
-            report.summary.nvidiaSmi = "nvidia-smi showed " + formatBytes(*report.summary.processBytes) + " for the process; " +
-                                       report.summary.nvidiaSmi;
+        report = diagnoseSnapshot(*snapshot, options);
     } else {
         report.notes.push_back(session.process().snapshotsNote.empty() ? "no allocator snapshot in the session (a CPU job, or CUDA not used)"
                                                                         : "no allocator snapshot: " + session.process().snapshotsNote);

@@ -2,7 +2,7 @@
 // A child process for the window tests, started with posix_spawn rather than QProcess (fork):
 // clang 14's ThreadSanitizer aborts in its fork handler when a threaded Qt test forks, and the
 // tsan preset runs these tests. Its standard output goes to /dev/null, its standard error to the
-// test's. Waiting keeps the test's event loop running.
+// test's or, with setStandardErrorFile(), to a file. Waiting keeps the test's event loop running.
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QString>
@@ -30,6 +30,9 @@ public:
         }
     }
 
+    // Where the child's standard error goes (truncated); call before start().
+    void setStandardErrorFile(const QString& path) { m_stderrPath = path.toStdString(); }
+
     bool start(const QString& program, const QStringList& args) {
         std::vector<std::string> strings{program.toStdString()};
         for (const QString& a : args) strings.push_back(a.toStdString());
@@ -39,6 +42,8 @@ public:
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        if (!m_stderrPath.empty())
+            posix_spawn_file_actions_addopen(&actions, 2, m_stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         const int rc = ::posix_spawn(&m_pid, argv[0], &actions, nullptr, argv.data(), environ);
         posix_spawn_file_actions_destroy(&actions);
         if (rc != 0) m_pid = -1;
@@ -46,6 +51,16 @@ public:
     }
 
     qint64 processId() const { return m_pid; }
+
+    // Ends it now (SIGKILL) and reaps it.
+    void kill() {
+        if (m_pid <= 0 || m_done) return;
+        ::kill(m_pid, SIGKILL);
+        ::waitpid(m_pid, nullptr, 0);
+        m_done = true;
+        m_normalExit = false;
+        m_exitCode = -1;
+    }
 
     // Whether it ended within MS milliseconds (or had ended before).
     bool waitForFinished(int ms) {
@@ -71,6 +86,7 @@ public:
     int exitCode() const { return m_exitCode; }
 
 private:
+    std::string m_stderrPath;
     pid_t m_pid = -1;
     bool m_done = false;
     bool m_normalExit = false;

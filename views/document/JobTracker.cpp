@@ -1,10 +1,13 @@
 #include "document/JobTracker.h"
 
+#include "core/HandOver.h"
+
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SessionData.h"
 
 #include <QCoreApplication>
 #include <QDeadlineTimer>
+#include <QEvent>
 #include <QPointer>
 #include <QThread>
 #include <QThreadPool>
@@ -70,7 +73,47 @@ model::LoadOptions JobControl::loadOptions() const {
     return options;
 }
 
-JobTracker::JobTracker(QObject* context) : m_state(std::make_shared<State>()) { m_state->context = context; }
+namespace {
+
+// A result handed to the GUI thread: an event our code builds completely before posting it, so
+// that the hand-over can be told to ThreadSanitizer (HandOver.h) after the last write.
+class DeliveryEvent : public QEvent {
+public:
+    static QEvent::Type type() {
+        static const auto t = static_cast<QEvent::Type>(QEvent::registerEventType());
+        return t;
+    }
+    explicit DeliveryEvent(std::function<void()> fn) : QEvent(type()), m_fn(std::move(fn)) {}
+    void run() { m_fn(); }
+
+private:
+    std::function<void()> m_fn;
+};
+
+// Receives the deliveries on the GUI thread; created there (by the first JobTracker).
+class Deliverer : public QObject {
+public:
+    using QObject::QObject;
+    bool event(QEvent* e) override {
+        if (e->type() != DeliveryEvent::type()) return QObject::event(e);
+        takeOver();
+        static_cast<DeliveryEvent*>(e)->run();
+        return true;
+    }
+};
+
+QPointer<Deliverer>& deliverer() {
+    static QPointer<Deliverer> d;
+    return d;
+}
+
+} // namespace
+
+JobTracker::JobTracker(QObject* context) : m_state(std::make_shared<State>()) {
+    m_state->context = context;
+    // trackers are made on the GUI thread: so is the object deliveries are posted to
+    if (!deliverer() && QCoreApplication::instance()) deliverer() = new Deliverer(QCoreApplication::instance());
+}
 
 JobTracker::~JobTracker() {
     m_state->alive = false;
@@ -113,13 +156,23 @@ void JobTracker::end(State& s) {
 }
 
 void JobTracker::post(std::function<void()> fn) {
-    if (!QCoreApplication::instance()) return;
-    // queued to the application object, not to the context: the call always runs, so a result
-    // whose context is gone is still handed back to the pool to be freed there
-    QMetaObject::invokeMethod(QCoreApplication::instance(), std::move(fn), Qt::QueuedConnection);
+    // posted to an object of the application, not to the context: the call always runs, so a
+    // result whose context is gone is still handed back to the pool to be freed there
+    QObject* to = deliverer().data();
+    if (!QCoreApplication::instance() || !to) return;
+    auto* e = new DeliveryEvent(std::move(fn));
+    handOver();
+    QCoreApplication::postEvent(to, e);
 }
 
-void JobTracker::runOnPool(std::function<void()> fn) { pool()->start(std::move(fn)); }
+void JobTracker::runOnPool(std::function<void()> fn) {
+    std::function<void()> task = [fn = std::move(fn)] {
+        takeOver();
+        fn();
+    };
+    handOver();
+    pool()->start(std::move(task));
+}
 
 void JobTracker::releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<void> garbage) {
     runOnPool([s = std::move(s), garbage = std::move(garbage)]() mutable {

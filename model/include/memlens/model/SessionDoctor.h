@@ -46,5 +46,8 @@ std::vector<Finding> sessionFindings(const SessionFile& session);
 // Everything: agent rules, snapshot rules on the last snapshot (the out-of-memory one first),
 // the summary. Throws SessionError / ParseError on damaged files.
 DoctorReport diagnoseSession(const SessionFile& session, const std::atomic<bool>* cancel = nullptr);
+// The same on a snapshot of the session already read (the window's); null: the agent's records
+// only. options.iterations is filled from the session.
+DoctorReport diagnoseSession(const SessionFile& session, const Snapshot* snapshot, DoctorOptions options);
 
 } // namespace memlens::model
