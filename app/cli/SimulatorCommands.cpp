@@ -11,6 +11,8 @@
 #include "memlens/model/WhatIf.h"
 #include "memlens/model/WhatIfVerdict.h"
 #include "memlens/model/ByteFormat.h"
+#include "memlens/model/FindingFix.h"
+#include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/Workload.h"
 #include "memlens/model/WorkloadEdits.h"
 
@@ -181,12 +183,27 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     std::vector<std::string> args = argsIn;
     std::vector<std::string> sets = takeRepeated(args, "set");
     std::vector<std::string> stacks = takeRepeated(args, "free-stack");
-    CliArgs a(args, {"json"}, {"device", "capacity", "fraction", "drop-above", "scale", "iteration"});
+    CliArgs a(args, {"json"}, {"device", "capacity", "fraction", "drop-above", "scale", "iteration", "fix"});
     std::string file = oneFile(a, "whatif");
+    if (a.has("fix") && !stacks.empty()) throw UsageError("--fix and --free-stack do not go together");
     Snapshot snap = model::readSnapshotFile(file);
     int dev = deviceOf(snap, a);
     model::SimulatorSettings recorded = model::SimulatorSettings::fromSnapshot(snap);
     model::SimulatorSettings settings = recorded;
+    // --fix FINDING: the doctor's finding (memlens-cli check's number or rule) as an edit
+    std::optional<model::FindingFix> fix;
+    if (auto name = a.value("fix")) {
+        model::DoctorOptions options;
+        options.device = dev;
+        const model::DoctorReport report = model::diagnoseSnapshot(snap, options);
+        const model::Finding* finding = model::findFinding(report, *name);
+        if (!finding)
+            throw std::invalid_argument("--fix " + *name + ": no such finding on device " + std::to_string(dev) + " (memlens-cli check lists " +
+                                        std::to_string(report.findings.size()) + ")");
+        fix = model::fixOf(*finding);
+        if (!fix->possible) throw std::invalid_argument("--fix " + *name + ": " + fix->why);
+        for (const auto& [key, value] : fix->settings) settings.set(key, value);
+    }
     for (const std::string& kv : sets) {
         size_t eq = kv.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("--set " + kv + ": expected KEY=VALUE");
@@ -199,6 +216,7 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     if (auto f = a.value("fraction")) settings.set("fraction", *f);
     model::WorkloadEdits edits;
     edits.freeStacks = stacks;
+    if (fix) edits.freeStackIds = fix->edits.freeStackIds;
     for (const auto& s : stacks)
         if (s.empty()) throw std::invalid_argument("--free-stack: the frame substring is empty");
     if (auto d = a.value("drop-above")) {
@@ -230,6 +248,7 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     // what was asked, in words, for the verdict
     std::string asked;
     auto ask = [&](const std::string& what) { asked += (asked.empty() ? "" : ", ") + what; };
+    if (fix) ask(fix->asked);
     for (const std::string& kv : sets) ask(kv.substr(0, kv.find('=')) + ":" + kv.substr(kv.find('=') + 1));
     if (auto c = a.value("capacity")) ask("capacity " + model::formatBytes(settings.capacity));
     if (auto f = a.value("fraction")) ask("memory fraction " + *f);
@@ -240,6 +259,8 @@ int whatifCommand(const std::vector<std::string>& argsIn) {
     if (a.has("json")) {
         Json e{{"iterations", res.edits.iterations},
                {"free_stacks", stacks},
+               {"fix", fix ? Json(*a.value("fix")) : Json(nullptr)},
+               {"fix_stacks", edits.freeStackIds.size()},
                {"matched", res.edits.matched},
                {"freed_early", res.edits.freedEarly},
                {"bytes_freed_early", res.edits.bytesFreedEarly},

@@ -262,6 +262,12 @@ void MainWindow::connectWhatIf() {
 void MainWindow::connectFindings() {
     auto* findings = qobject_cast<views::FindingsView*>(dock(QStringLiteral("findings"))->widget());
     connect(findings, &views::FindingsView::reportChanged, this, &MainWindow::updateFindingsBanner);
+    // "What if this were fixed?": the finding's fix replayed in the What-if dock
+    auto* whatIf = qobject_cast<views::WhatIfView*>(dock(QStringLiteral("whatif"))->widget());
+    connect(findings, &views::FindingsView::fixRequested, this, [this, whatIf](const model::FindingFix& fix) {
+        raiseView(QStringLiteral("whatif"));
+        whatIf->runFix(fix);
+    });
 }
 
 void MainWindow::updateFindingsBanner() {

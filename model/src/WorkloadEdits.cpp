@@ -36,7 +36,7 @@ bool isForwardBackwardStack(const Snapshot& snapshot, StackId stack) {
 EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdits& edits) {
     EditSummary sum;
     if (!edits.any()) return sum;
-    std::vector<Iteration> iterations = detectIterations(snapshot, w.device);
+    std::vector<Iteration> iterations = splitIterations(snapshot, w.device).iterations;
     sum.iterations = iterations.size();
 
     const size_t nAlloc = w.allocations.size();
@@ -58,7 +58,7 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
             sum.bytesDropped += a.size;
             continue;
         }
-        bool match = false;
+        bool match = std::binary_search(edits.freeStackIds.begin(), edits.freeStackIds.end(), a.stack);
         for (const std::string& s : edits.freeStacks)
             if (stackMatches(snapshot, a.stack, s)) {
                 match = true;

@@ -17,7 +17,11 @@ known analytically.
      of their iteration and the peak falls to what one iteration needs; --drop-above; --scale
      (marked estimated).
    And `whatif` with nothing changed gives the recording's peaks, first oom and series.
-3. Errors: unknown keys, bad values: one stderr line, exit 1; --fix is not an option (exit 2).
+3. --fix FINDING on the bundled example (resources/make_example.py plants a kept graph of 3 x 8 MiB
+   per iteration for 30 iterations and dies of fragmentation): the kept graph fixed frees 720 MiB
+   early and the out-of-memory goes; the fragmentation fixed (expandable segments) too.
+4. Errors: unknown keys, bad values, a finding that is not there: one stderr line, exit 1;
+   --fix with --free-stack: exit 2.
 
 usage: test_simulator.py --cli PATH --snapshots DIR --source-dir DIR [--python PY]
 Exit status: 0 all passed, 1 failures, 77 skipped (no snapshots directory; the generated checks
@@ -334,10 +338,29 @@ def check_errors(cli, tmp, report):
                        (["--drop-above", "5", "--iteration", "1"], "an iteration where the snapshot has none")):
         r = run([cli, "whatif", p, "--device", "0", "--json", *args])
         one_line_error(r, p, report, what, expect_rc=1)
-    r = run([cli, "whatif", p, "--device", "0", "--fix", "leak"])
-    report.check(r.rc == 2, f"whatif --fix: expected a usage error (the doctor's findings are not there), got {r.describe()}")
+    r = run([cli, "whatif", p, "--device", "0", "--fix", "9", "--json"])
+    one_line_error(r, p, report, "--fix of a finding that is not there", expect_rc=1)
+    r = run([cli, "whatif", p, "--device", "0", "--fix", "1", "--free-stack", "x"])
+    report.check(r.rc == 2, f"whatif --fix with --free-stack: expected a usage error, got {r.describe()}")
     r = run([cli, "replay", p, "--device", "5", "--json"])
     one_line_error(r, p, report, "a device that is not there", expect_rc=1)
+
+
+def check_fix(cli, example, report):
+    """whatif --fix: the doctor's findings of the example, fixed in the simulation."""
+    r = run([cli, "whatif", example, "--device", "0", "--fix", "graph-kept", "--json"])
+    if report.check(r.rc == 0, f"{r.cmd()}: {r.describe()}"):
+        j = json.loads(r.out_text)
+        report.check(j["recording"]["first_oom"] is not None, "example: the recording has no oom")
+        report.check(j["simulation"]["first_oom"] is None, f"--fix graph-kept: the oom stays: {j['simulation']['first_oom']}")
+        report.check(j["edits"]["bytes_freed_early"] == 30 * 24 * MiB + 0 or
+                     abs(j["edits"]["bytes_freed_early"] - 30 * 24 * MiB) <= 30 * 512,
+                     f"--fix graph-kept: {j['edits']['bytes_freed_early']} bytes freed early, expected 30 x 24 MiB (+ scalars)")
+    r = run([cli, "whatif", example, "--device", "0", "--fix", "fragmentation", "--json"])
+    if report.check(r.rc == 0, f"{r.cmd()}: {r.describe()}"):
+        j = json.loads(r.out_text)
+        report.check("expandable_segments" in j["settings"]["simulation"] and j["simulation"]["first_oom"] is None,
+                     f"--fix fragmentation: settings {j['settings']['simulation']}, first oom {j['simulation']['first_oom']}")
 
 
 def main():
@@ -349,6 +372,7 @@ def main():
     a = ap.parse_args()
     report = Report()
     with tempfile.TemporaryDirectory(prefix="memlens-sim-test-") as tmp:
+        check_fix(a.cli, os.path.join(a.source_dir, "resources", "example.pickle"), report)
         check_whatif(a.cli, tmp, report)
         check_errors(a.cli, tmp, report)
         # generated traces: the bundled example, and a generated 20,000-entry snapshot

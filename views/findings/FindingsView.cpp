@@ -10,6 +10,7 @@
 
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -80,6 +81,12 @@ FindingsView::FindingsView(QWidget* parent) : QWidget(parent), m_jobs(std::make_
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     v->addWidget(split, 1);
+    m_whatIf = new QPushButton(tr("What if this were fixed?"), this);
+    m_whatIf->setObjectName(QStringLiteral("whatIfFixed"));
+    m_whatIf->setToolTip(tr("Replay the trace through the allocator simulator with this finding fixed (What-if)"));
+    m_whatIf->setEnabled(false);
+    connect(m_whatIf, &QPushButton::clicked, this, &FindingsView::requestFix);
+    v->addWidget(m_whatIf, 0, Qt::AlignLeft);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] { selectFinding(selectedFinding()); });
 }
 
@@ -93,6 +100,7 @@ void FindingsView::setDocument(SnapshotDocument* doc, const QString& sessionPath
     m_table->setRowCount(0);
     m_detail->clear();
     m_summary->clear();
+    m_whatIf->setEnabled(false);
     if (!doc) {
         m_jobs->cancel();
         m_status->setText(tr("Open a snapshot or a session: the doctor says what its memory shows."));
@@ -170,6 +178,7 @@ void FindingsView::show(std::shared_ptr<const model::DoctorReport> report) {
     }
     m_table->resizeColumnsToContents();
     m_detail->clear();
+    m_whatIf->setEnabled(false);
     emit reportChanged();
 }
 
@@ -190,9 +199,21 @@ int FindingsView::selectedFinding() const {
     return rows.isEmpty() ? -1 : rows.front().row();
 }
 
+bool FindingsView::canSimulateFix() const {
+    const int row = selectedFinding();
+    return m_report && row >= 0 && row < findingCount() && model::fixOf(m_report->findings[static_cast<size_t>(row)]).possible;
+}
+
+void FindingsView::requestFix() {
+    const int row = selectedFinding();
+    if (!m_report || row < 0 || row >= findingCount()) return;
+    emit fixRequested(model::fixOf(m_report->findings[static_cast<size_t>(row)]));
+}
+
 void FindingsView::selectFinding(int row) {
     if (!m_report || row < 0 || row >= findingCount()) {
         m_detail->clear();
+        m_whatIf->setEnabled(false);
         return;
     }
     if (selectedFinding() != row) {
@@ -200,6 +221,9 @@ void FindingsView::selectFinding(int row) {
         m_table->selectRow(row);
     }
     showDetail(row);
+    const model::FindingFix fix = model::fixOf(m_report->findings[static_cast<size_t>(row)]);
+    m_whatIf->setEnabled(fix.possible);
+    m_whatIf->setToolTip(fix.possible ? tr("Replay the trace with %1").arg(qs(fix.asked)) : qs(fix.why));
     if (!m_doc) return;
     const model::Finding& f = m_report->findings[static_cast<size_t>(row)];
     // its evidence, everywhere: the blocks, the range of entries, the stack

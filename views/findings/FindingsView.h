@@ -5,8 +5,10 @@
 // in a table (most severe first), the selected one's evidence, references, stack and fix below.
 // Selecting a finding selects its evidence in the document: its allocation stack (Stack view),
 // its blocks (marked in the block map), the range from its first evidence allocation to the end
-// or its out-of-memory entry (timeline and events).
+// or its out-of-memory entry (timeline and events). "What if this were fixed?" hands the
+// finding's fix (FindingFix.h) to the What-if dock.
 #include "memlens/model/Finding.h"
+#include "memlens/model/FindingFix.h"
 
 #include <QString>
 #include <QWidget>
@@ -14,6 +16,7 @@
 #include <memory>
 
 class QLabel;
+class QPushButton;
 class QTableWidget;
 class QTextBrowser;
 
@@ -44,10 +47,16 @@ public:
     int selectedFinding() const;
     QString detailText() const;
     QString summaryText() const;
+    // Whether the selected finding's fix can be replayed ("What if this were fixed?" enabled).
+    bool canSimulateFix() const;
+    // Clicks "What if this were fixed?".
+    void requestFix();
 
 signals:
     // A report arrived (or the document went away): the banner's text may have changed.
     void reportChanged();
+    // "What if this were fixed?" on the selected finding (the window runs it in What-if).
+    void fixRequested(const model::FindingFix& fix);
 
 private:
     void start();
@@ -62,6 +71,7 @@ private:
     QLabel* m_summary = nullptr;
     QTableWidget* m_table = nullptr;
     QTextBrowser* m_detail = nullptr;
+    QPushButton* m_whatIf = nullptr;
 };
 
 } // namespace memlens::views

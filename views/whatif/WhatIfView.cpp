@@ -284,10 +284,33 @@ bool WhatIfView::run() {
         showError(error);
         return false;
     }
+    return start(*request);
+}
+
+bool WhatIfView::runFix(const model::FindingFix& fix) {
+    if (!m_doc) return false;
+    if (!fix.possible) {
+        showError(qs(fix.why));
+        return false;
+    }
+    Request r;
+    r.settings = model::SimulatorSettings::fromSnapshot(*m_doc->loaded().snapshot);
+    try {
+        for (const auto& [key, value] : fix.settings) r.settings.set(key, value);
+    } catch (const std::exception& e) {
+        showError(qs(e.what()));
+        return false;
+    }
+    r.edits = fix.edits;
+    r.asked = qs(fix.asked);
+    return start(r);
+}
+
+bool WhatIfView::start(const Request& request) {
     m_error->hide();
     auto snapshot = m_doc->loaded().snapshot;
     const int device = m_doc->device();
-    const Request req = *request;
+    const Request req = request;
     JobHandlers<std::shared_ptr<const model::WhatIfResult>> h;
     h.done = [this, req](quint64, std::shared_ptr<const model::WhatIfResult> result) {
         setBusy(false);

@@ -8,6 +8,7 @@
 // words. The simulated reserved and live curves can be drawn on the timeline, and the simulated
 // state after the current entry shown in the block map (signals; the window connects them).
 #include "memlens/model/AllocatorState.h"
+#include "memlens/model/FindingFix.h"
 #include "memlens/model/SimulatorSettings.h"
 #include "memlens/model/WhatIf.h"
 #include "memlens/model/WorkloadEdits.h"
@@ -52,6 +53,9 @@ public:
     // Starts a simulation with the form's values (a running one is superseded). Returns false,
     // with errorText() saying why, when a value is not understood.
     bool run();
+    // Starts a simulation of a doctor's finding fixed (the recording's settings otherwise); false,
+    // with errorText(), when the finding's fix cannot be replayed.
+    bool runFix(const model::FindingFix& fix);
     void cancel();
     bool isBusy() const;
 
@@ -81,6 +85,7 @@ private:
         QString asked;  // what was changed, in words
     };
     std::optional<Request> readForm(QString* error) const;
+    bool start(const Request& request);
     void resetForDocument();
     void showResult(std::shared_ptr<const model::WhatIfResult> result, const QString& asked);
     void showError(const QString& message);

@@ -1,7 +1,8 @@
 #pragma once
 // Changes to a recorded workload, to ask "what if the program did this instead":
 // - free the survivors of a set of allocations (those whose stack has a frame matching a
-//   substring) at the end of the iteration they were made in: a leak fixed;
+//   substring, or given stacks: a doctor's finding) at the end of the iteration they were made
+//   in (annotated iterations, else the trace's pattern: splitIterations): a leak fixed;
 // - drop the allocations asked above a size;
 // - scale the allocations made under a forward or backward pass by a factor (a smaller batch):
 //   an estimate, since not every such tensor scales with the batch;
@@ -18,10 +19,11 @@ namespace memlens::model {
 
 struct WorkloadEdits {
     std::vector<std::string> freeStacks;  // frame substrings (function or file name)
+    std::vector<StackId> freeStackIds;    // whole stacks (a doctor's finding), sorted
     uint64_t dropAbove = 0;               // 0: drop nothing
     double scale = 1.0;                   // 1: unchanged
     std::optional<int64_t> iteration;     // drop / scale only the allocations of this iteration (its number)
-    bool any() const { return !freeStacks.empty() || dropAbove != 0 || scale != 1.0; }
+    bool any() const { return !freeStacks.empty() || !freeStackIds.empty() || dropAbove != 0 || scale != 1.0; }
 };
 
 struct EditSummary {
