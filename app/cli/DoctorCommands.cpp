@@ -261,11 +261,12 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
     for (size_t k = 0; k < s.groups.size() && k < 50; ++k) {
         const SurvivorGroup& g = s.groups[k];
         const std::string where = whereOf(o.snapshot, g.stack);
-        std::printf("  %10s  %6llu  %10s/it  since %lld  %s\n", formatBytes(g.bytes).c_str(), static_cast<unsigned long long>(g.count),
-                    formatBytes(static_cast<uint64_t>(std::llround(g.bytesPerIteration()))).c_str(),
-                    static_cast<long long>(g.firstIteration), where.empty() ? "(no stack)" : where.c_str());
+        char line[160];
+        std::snprintf(line, sizeof line, "  %10s  %6llu  %10s/it  since %lld  ", formatBytes(g.bytes).c_str(),
+                      static_cast<unsigned long long>(g.count), formatBytes(static_cast<uint64_t>(std::llround(g.bytesPerIteration()))).c_str(),
+                      static_cast<long long>(g.firstIteration));
+        std::cout << line << (where.empty() ? "(no stack)" : where) << "\n";
     }
-    std::fflush(stdout);
     return 0;
 }
 
@@ -316,10 +317,11 @@ int fileDiff(const CliArgs& a, const std::string& fileA, const std::string& file
         if (d.change == StackDelta::Change::Same || shown++ >= 50) continue;
         const Snapshot& s = d.inB ? ob.snapshot : oa.snapshot;
         const std::string where = whereOf(s, d.inB ? d.stackB : d.stackA);
-        std::printf("  %-8s  %10s  %10s -> %-10s  %s\n", stackChangeName(d.change), formatSignedBytes(d.delta()).c_str(),
-                    formatBytes(d.bytesA).c_str(), formatBytes(d.bytesB).c_str(), where.empty() ? "(no stack)" : where.c_str());
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-8s  %10s  %10s -> %-10s  ", stackChangeName(d.change), formatSignedBytes(d.delta()).c_str(),
+                      formatBytes(d.bytesA).c_str(), formatBytes(d.bytesB).c_str());
+        std::cout << line << (where.empty() ? "(no stack)" : where) << "\n";
     }
-    std::fflush(stdout);
     return 0;
 }
 

@@ -230,7 +230,7 @@ void FindingsView::selectFinding(int row) {
     if (f.deviceIndex >= 0 && f.deviceIndex != m_doc->device()) return;
     const auto& trace = m_doc->deviceData().trace;
     SnapshotDocument::MarkedAddresses marked;
-    marked.holder = qs(f.title);
+    marked.holder = tr("the %1 finding").arg(qs(f.rule));  // "120 blocks ... hold what the graph-kept finding keeps alive"
     for (int64_t e : f.allocEntries)
         if (e >= 0 && static_cast<size_t>(e) < trace.rows()) marked.addresses.emplace_back(m_doc->device(), trace.addr[static_cast<size_t>(e)]);
     m_doc->setMarkedAddresses(std::move(marked));
@@ -240,7 +240,10 @@ void FindingsView::selectFinding(int row) {
         m_doc->setSelection(first, last);
     }
     if (last >= 0) m_doc->setCurrentEvent(last);
-    if (!f.stacks.empty()) m_doc->selectAllocation(f.stacks.front(), qs(f.title));
+    if (!f.stacks.empty()) {
+        const std::string where = model::whereOf(m_doc->snapshot(), f.stacks.front());
+        m_doc->selectAllocation(f.stacks.front(), qs(f.rule) + (where.empty() ? QString() : QStringLiteral(": ") + qs(where)));
+    }
 }
 
 void FindingsView::showDetail(int row) {
