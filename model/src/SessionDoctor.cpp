@@ -191,8 +191,10 @@ void keptOnDevice(const std::vector<KeptRecord>& ks, uint64_t peak, std::vector<
                 break;
             }
         const double per = static_cast<double>(last.bytes - first.bytes) / static_cast<double>(last.iteration - first.iteration);
+        // predictions gathered into a list (or deque) vs a dict that caches per step: growth
+        const bool cache = last.container == "dict";
         Finding x;
-        x.rule = rule::kKeptOnDevice;
+        x.rule = cache ? rule::kGrowth : rule::kKeptOnDevice;
         x.device = last.device;
         x.bytes = last.bytes;
         x.count = last.count;
@@ -201,13 +203,22 @@ void keptOnDevice(const std::vector<KeptRecord>& ks, uint64_t peak, std::vector<
         x.references = {pattern};
         x.severity = severityFor(last.bytes, peak, true);
         for (const KeptRecord* r : rs) x.iterations.push_back(r->iteration);
-        x.title = "`" + pattern + "` gathers tensors on " + last.device + ": +" + bytesText(per) + " per iteration since iteration " +
-                  std::to_string(since) + ", " + formatBytes(last.bytes) + " now";
-        x.evidence = "`" + pattern + "` held " + std::to_string(first.count) + " tensors (" + formatBytes(first.bytes) + ") at iteration " +
-                     std::to_string(first.iteration) + " and " + std::to_string(last.count) + " (" + formatBytes(last.bytes) +
-                     ") at iteration " + std::to_string(last.iteration) + ", on the training device, without graphs.";
-        x.fix = "Move what you gather off the device: `preds.append(logits.detach().cpu())`, or reduce it first "
-                "(`correct += (logits.argmax(1) == y).sum().item()`).";
+        const std::string from = "`" + pattern + "` held " + std::to_string(first.count) + " tensors (" + formatBytes(first.bytes) +
+                                 ") at iteration " + std::to_string(first.iteration) + " and " + std::to_string(last.count) + " (" +
+                                 formatBytes(last.bytes) + ") at iteration " + std::to_string(last.iteration) + ", on " + last.device +
+                                 ", without graphs";
+        if (cache) {
+            x.title = "`" + pattern + "` caches a tensor on " + last.device + " every iteration and never lets go: +" + bytesText(per) +
+                      " per iteration since iteration " + std::to_string(since) + ", " + formatBytes(last.bytes) + " now";
+            x.evidence = from + ": a cache without a bound.";
+            x.fix = "Bound the cache (drop old entries: `cache.pop(step - KEEP, None)`), or keep `.cpu()` copies or numbers in it.";
+        } else {
+            x.title = "`" + pattern + "` gathers tensors on " + last.device + ": +" + bytesText(per) + " per iteration since iteration " +
+                      std::to_string(since) + ", " + formatBytes(last.bytes) + " now";
+            x.evidence = from + ".";
+            x.fix = "Move what you gather off the device: `preds.append(logits.detach().cpu())`, or reduce it first "
+                    "(`correct += (logits.argmax(1) == y).sum().item()`).";
+        }
         out.push_back(std::move(x));
     }
 }
@@ -302,6 +313,7 @@ std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers) {
             k.count = get<uint64_t>(g, "count", 0);
             k.bytes = get<uint64_t>(g, "bytes", 0);
             k.device = get<std::string>(g, "device", "");
+            k.container = get<std::string>(g, "container", "");
             if (!k.pattern.empty()) out.push_back(std::move(k));
         }
     }
@@ -360,10 +372,12 @@ DoctorReport diagnoseSession(const SessionFile& session, const Snapshot* snapsho
     // the agent's evidence is exact: it replaces the estimate of the same rule
     std::set<std::string> exact;
     for (const Finding& f : agent) exact.insert(f.rule);
-    if (exact.count(rule::kGraphKept) || exact.count(rule::kKeptOnDevice)) {
-        // the snapshot cannot tell the two apart; the agent can
+    if (exact.count(rule::kGraphKept) || exact.count(rule::kKeptOnDevice) || exact.count(rule::kGrowth)) {
+        // the snapshot's survivors cannot tell these apart (a kept graph, gathered outputs, a
+        // cache); the agent's referrers can: its leaks replace the estimated ones
         exact.insert(rule::kGraphKept);
         exact.insert(rule::kKeptOnDevice);
+        exact.insert(rule::kGrowth);
     }
     std::vector<Finding> merged = std::move(agent);
     for (Finding& f : report.findings)

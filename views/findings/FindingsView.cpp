@@ -134,7 +134,9 @@ void FindingsView::start() {
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);
-                r = model::diagnoseSession(file, loaded->snapshot.get(), options);
+                // a session without allocator snapshots (a CPU job) opens as an empty snapshot
+                const model::Snapshot* snapshot = loaded->snapshot->devices.empty() ? nullptr : loaded->snapshot.get();
+                r = model::diagnoseSession(file, snapshot, options);
             } else {
                 r = model::diagnoseSnapshot(*loaded->snapshot, options);
             }

@@ -34,6 +34,7 @@ struct KeptRecord {
     std::string pattern;
     uint64_t count = 0, bytes = 0;
     std::string device;
+    std::string container;  // "list", "dict", "deque", ...: a dict keyed by step is a cache (growth)
 };
 
 std::vector<ForwardRecord> forwardRecords(const std::vector<SessionMarker>& markers);
