@@ -128,6 +128,27 @@ class Channel(object):
                 cv.notify()
             return True
 
+    def send_deferred(self, head):
+        """A small message that goes out with the next one send() sends at once (or from the
+        sender thread after IDLE_FLUSH_S): it never uses up send()'s once-a-millisecond send,
+        so the record that follows it (an iteration's end) still leaves at once. For the
+        doctor's markers (doctor.py), which come right before an iteration record or a scan."""
+        data = head if isinstance(head, bytes) else encode(head)
+        cv = self._cv
+        with cv:
+            if self.dead:
+                return False
+            if self._queue or self._busy:
+                if len(self._queue) >= self.max_items:
+                    self.dropped += 1
+                    return False
+                self._queue.append(("raw", data))
+                self._queued_bytes += len(data)
+                cv.notify()
+                return True
+            self._pending += data
+            return True
+
     def _queue_pending(self):
         """Under the lock: gathered small messages go before what is queued next."""
         if self._pending:
