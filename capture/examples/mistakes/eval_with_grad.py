@@ -42,13 +42,15 @@ train = DataLoader(TensorDataset(torch.randn(args.batches * B, D), torch.randint
 val = DataLoader(TensorDataset(torch.randn(args.batches * B, D), torch.randint(0, C, (args.batches * B,))),
                  batch_size=B)
 
-model.train()
-for x, y in train:
-    x, y = x.to(dev), y.to(dev)
-    loss = nn.functional.cross_entropy(model(x), y)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
+
+def train_epoch():
+    model.train()
+    for x, y in train:
+        x, y = x.to(dev), y.to(dev)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)   # gradients freed before the next forward
 
 
 def validate():
@@ -61,6 +63,7 @@ def validate():
     return correct
 
 
+train_epoch()
 if args.fixed:
     with torch.no_grad():
         correct = validate()

@@ -39,9 +39,9 @@ for step in range(args.iterations):
     out = model(x)
     loss = nn.functional.mse_loss(out, y)
     err = (out - y).abs().mean()          # logged only
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)   # gradients freed before the next forward
     metrics.append(err.item() if args.fixed else err)
 
 print("graph_kept%s: %d iterations, last error %.4f" % (" (fixed)" if args.fixed else "", args.iterations,

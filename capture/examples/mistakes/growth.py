@@ -46,9 +46,9 @@ for step in range(args.iterations):
     x = torch.randn(B, D, device=dev)
     out, feats = model(x)
     loss = out.pow(2).mean()
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)   # gradients freed before the next forward
     cache[step] = feats.detach()
     if args.fixed:
         cache.pop(step - KEEP, None)

@@ -41,9 +41,9 @@ prev_batch = None
 for x, y in loader:
     x, y = x.to(dev), y.to(dev)
     loss = nn.functional.cross_entropy(model(x), y)
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)   # gradients freed before the next forward
     if not args.fixed:
         prev_batch = (x, y)
 

@@ -2,13 +2,14 @@
 sets the peak, and on CUDA each new maximum asks the caching allocator for bigger blocks, so
 reserved memory ratchets up.
 
-    L = random length in [16, 512]         # the mistake: x is BATCH x L x DIM, L changes
-    L = round up to a bucket of 128        # the fix (--fixed): at most 4 shapes, all padded
-                                           # (here: padded to 512, one shape)
+    L = random length in [16, 256]         # the mistake: x is BATCH x L x DIM, L changes
+    L = round up to a bucket of 64         # the fix (--fixed): at most 4 shapes, all padded
+                                           # (here: padded to 256, one shape)
 
 Analytic input bytes per iteration: BATCH * L * DIM * 4 (defaults batch 16, dim 64: 4,096 bytes
-per unit of length; 2,097,152 bytes at the longest, L = 512). The fixed twin's input is
-16 * 512 * 64 * 4 = 2,097,152 bytes every iteration. The lengths come from a fixed seed.
+per unit of length; 1,048,576 bytes at the longest, L = 256). The fixed twin's input is
+16 * 256 * 64 * 4 = 1,048,576 bytes every iteration. The lengths come from a fixed seed
+(random.Random(1)), so every run sees the same ones.
 
     python3 variable_length.py [--fixed] [--device cuda] [--iterations 20]
 """
@@ -27,7 +28,7 @@ args = ap.parse_args()
 torch.manual_seed(0)
 rng = random.Random(1)
 dev = torch.device(args.device)
-B, DIM, LMAX = 16, 64, 512
+B, DIM, LMAX = 16, 64, 256
 model = nn.Sequential(nn.Linear(DIM, 256), nn.GELU(), nn.Linear(256, DIM)).to(dev)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
@@ -37,8 +38,8 @@ for step in range(args.iterations):
         length = LMAX                      # pad every batch to the longest (or to its bucket)
     x = torch.randn(B, length, DIM, device=dev)
     loss = (model(x) - x).pow(2).mean()
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)   # gradients freed before the next forward
 
 print("variable_length%s: %d iterations" % (" (fixed)" if args.fixed else "", args.iterations))
