@@ -267,7 +267,6 @@ def case_variable_length():
 
 def case_fragmentation():
     script = os.path.join(EXAMPLES, "fragmentation.py")
-    import shutil  # noqa: F401
 
     has_cuda = subprocess.run([A.python, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"],
                               capture_output=True).returncode == 0

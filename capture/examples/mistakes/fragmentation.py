@@ -13,10 +13,11 @@ segment of its own) then finds no hole big enough and no room for a new segment.
 
 With the allocator capped at --limit-mib (default 1024) through
 torch.cuda.set_per_process_memory_fraction: 51 segments of 20 MiB (1,020 MiB reserved), 255
-blocks of 4 MiB; after the frees 128 blocks are alive, 127 free (508 MiB free in total, in holes
-of 4 MiB, 8 MiB at most); the 12 MiB request fails. Analytic: free 532,676,608 bytes (127 x 4 MiB)
-at the out-of-memory error, largest free block 8 MiB (two adjacent holes merge only at a segment's
-end), requested 12,582,912 bytes. The error is caught: the script prints it and exits 0 (the
+blocks of 4 MiB; after the frees 128 blocks are alive, 127 free (508 MiB free in total, every
+hole 4 MiB: each freed block lies between live ones or at a segment's end); the 12 MiB request
+fails. Analytic: free 532,676,608 bytes (127 x 4 MiB) in the segments at the out-of-memory
+error, largest free block 4,194,304 bytes, requested 12,582,912 bytes. The twin frees blocks
+127..254: segments 26..50 become entirely free, and the 12 MiB request is served from one. The error is caught: the script prints it and exits 0 (the
 agent takes its snapshot at the error).
 
 On a machine without CUDA it says so and exits 0.

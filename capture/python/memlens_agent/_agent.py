@@ -18,6 +18,8 @@ Iterations. One iteration per step as the user counts them:
   optimizer steps before the next batch (GANs) extend it; batches without a step after a
   backward() (gradient accumulation) stay in it; other loaders read inside it do not split it;
 * a loop without a DataLoader: one iteration per optimizer step;
+* a loop with neither (an evaluation script): one iteration per top-level call of the model
+  (doctor.py watches the calls), until a DataLoader batch, a step or mark_step() appears;
 * after the first mark_step(), only mark_step() marks iterations (with the recorder's
   --manual-steps, from the start).
 Phase: "train" when it stepped or ran backward(); "eval" under no_grad/inference_mode or after

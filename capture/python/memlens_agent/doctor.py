@@ -34,6 +34,7 @@ except ImportError:   # loaded as a top-level module (tests)
     import graphs_refs
 
 MAX_INPUTS = 8
+PARAM_REFRESH = 64         # iterations between two walks of the model's parameters
 FIRST_WALKS = 3            # walks always done, before the time share applies
 WALK_MAX_SECONDS = 0.5
 
@@ -42,24 +43,20 @@ def _now_us():
     return time.time_ns() // 1000
 
 
+_STORAGE_GETTERS = ["untyped_storage", "_storage"]   # torch 2.x, 1.13; pruned by install()
+
+
 def storage_key(t):
-    """((device, storage data_ptr) or None, storage bytes)."""
-    st = None
-    for getter in ("untyped_storage", "_storage"):
+    """((device index, storage data_ptr) or None, storage bytes); device index -1: the CPU."""
+    for getter in _STORAGE_GETTERS:
         f = getattr(t, getter, None)
         if f is not None:
             try:
                 st = f()
-                break
+                ptr = st.data_ptr()
+                return ((t.get_device(), ptr) if ptr else None), st.nbytes()
             except Exception:
-                st = None
-    if st is not None:
-        try:
-            ptr = int(st.data_ptr())
-            nb = int(st.nbytes())
-            return ((str(t.device), ptr) if ptr else None), nb
-        except Exception:
-            pass
+                continue
     try:
         return None, int(t.numel() * t.element_size())
     except Exception:
@@ -226,6 +223,7 @@ class Doctor(object):
         self.walk_s = 0.0
         self.started = time.monotonic()
         self.last_saved = {}           # id(module class) -> last measured saved bytes
+        self.pcache = None             # parameters(): (weakref module, weakrefs, iteration, ...)
         self.compiling = lambda: False
         self.main_ident = threading.main_thread().ident
 
@@ -233,13 +231,13 @@ class Doctor(object):
     def install(self, torch):
         self.torch = torch
         self.tensor_t = torch.Tensor
-        comp = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-        if comp is None:
-            def comp():
-                d = sys.modules.get("torch._dynamo")
-                f = getattr(d, "is_compiling", None) if d is not None else None
-                return bool(f()) if f is not None else False
-        self.compiling = comp
+        getters = [g for g in _STORAGE_GETTERS if hasattr(torch.Tensor, g)]
+        if getters:
+            _STORAGE_GETTERS[:] = getters
+        # torch.compile: while dynamo traces, calls pass straight through (dynamo folds
+        # is_compiling() to True, so it never traces the bookkeeping below)
+        comp = getattr(getattr(torch, "compiler", None), "is_compiling", None)   # torch >= 2.3
+        self.compiling = comp if comp is not None else self._compiling_fallback
         Module = torch.nn.Module
         orig = Module.__call__
         doctor = self
@@ -258,6 +256,16 @@ class Doctor(object):
             pass
         Module.__call__ = __call__
 
+    def _compiling_fallback(self):
+        """torch < 2.3: dynamo's own is_compiling once torch._dynamo is imported (torch 2.0-2.2
+        import it lazily); before that nothing can be compiling."""
+        d = sys.modules.get("torch._dynamo")
+        f = getattr(d, "is_compiling", None) if d is not None else None
+        if f is None:
+            return False
+        self.compiling = f
+        return bool(f())
+
     def add_optimizer(self, opt):
         try:
             self.optimizers.add(opt)
@@ -273,8 +281,8 @@ class Doctor(object):
     # -- the top-level call ----------------------------------------------------------------------
     def top_call(self, orig, mod, args, kwargs):
         a = self.agent
-        if (not self.enabled or a.exited or threading.get_ident() != self.main_ident
-                or self.compiling()):
+        if (self.compiling() or not self.enabled or a.exited
+                or threading.get_ident() != self.main_ident):
             return orig(mod, *args, **kwargs)
         pre = None
         try:
@@ -314,17 +322,14 @@ class Doctor(object):
              "grad_enabled": bool(torch.is_grad_enabled())}
         inf = getattr(torch, "is_inference_mode_enabled", None)
         d["inference_mode"] = bool(inf()) if inf is not None else False
-        device = ""
-        n = nb = gn = gb = 0
-        for p in mod.parameters():
-            if not device:
-                device = str(p.device)
-            n += 1
-            nb += p.numel() * p.element_size()
+        params, device, n, nb = self.parameters(mod, it)
+        gn = gb = 0
+        for p in params:
             g = p.grad
             if g is not None:
                 gn += 1
                 gb += g.numel() * g.element_size()
+        del params
         d["device"] = device
         d["params"] = {"count": n, "bytes": nb}
         d["grads"] = {"count": gn, "bytes": gb}
@@ -354,6 +359,29 @@ class Doctor(object):
                 pass
         self.cur_inputs = refs
         return (t0, it, d)
+
+    def parameters(self, mod, it):
+        """(parameters, device of the first, count, bytes) of mod. Walking module.parameters()
+        costs about 2 us per submodule, so the list is kept as weak references and walked
+        again every PARAM_REFRESH iterations, for another module, or when a parameter died."""
+        c = self.pcache
+        if c is not None and c[0]() is mod and it - c[2] < PARAM_REFRESH:
+            ps = []
+            for r in c[1]:
+                p = r()
+                if p is None:     # (never `None in ps`: that compares tensors with ==)
+                    break
+                ps.append(p)
+            else:
+                return ps, c[3], c[4], c[5]
+        ps = list(mod.parameters())
+        device = str(ps[0].device) if ps else ""
+        nb = sum(p.numel() * p.element_size() for p in ps)
+        try:
+            self.pcache = (weakref.ref(mod), [weakref.ref(p) for p in ps], it, device, len(ps), nb)
+        except TypeError:
+            self.pcache = None
+        return ps, device, len(ps), nb
 
     def previous(self, keys):
         """The previous marked call's inputs still alive now (not sharing a storage with this
