@@ -19,7 +19,8 @@ Iterations. One iteration per step as the user counts them:
   backward() (gradient accumulation) stay in it; other loaders read inside it do not split it;
 * a loop without a DataLoader: one iteration per optimizer step;
 * a loop with neither (an evaluation script): one iteration per top-level call of the model
-  (doctor.py watches the calls), until a DataLoader batch, a step or mark_step() appears;
+  in eval mode or without grad (doctor.py watches the calls), until a DataLoader batch, a step
+  or mark_step() appears;
 * after the first mark_step(), only mark_step() marks iterations (with the recorder's
   --manual-steps, from the start).
 Phase: "train" when it stepped or ran backward(); "eval" under no_grad/inference_mode or after
@@ -223,7 +224,8 @@ class Agent(object):
 
     def on_setup(self):
         """An optimizer was created or model.train() was called: where a first iteration starts."""
-        if self.index == 0 and self.open is None:
+        o = self.open
+        if self.index == 0 and (o is None or o.driver == "forward"):
             self.first_start_us = _now_us()
 
     def on_train_mode(self, mode):
@@ -247,8 +249,13 @@ class Agent(object):
 
     def on_forward_top(self, module, t0):
         """A top-level module call starts (doctor.py). While no other source of iterations has
-        been seen, each call of one module (the first called, while it lives) is an iteration."""
+        been seen, each evaluation call of one module (the first called, while it lives) is an
+        iteration: a call in eval mode (module.training false) or without grad. A call in
+        training mode with grad (a warm-up before a training loop, a training loop without
+        optimizer) marks none, as before."""
         if not self.fwd_mode or self.manual or self.exited:
+            return
+        if module.training and self.grad_enabled():
             return
         with self.lock:
             o = self.open
