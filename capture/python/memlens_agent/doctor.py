@@ -459,7 +459,7 @@ class Doctor(object):
                     d["saved_bytes"] = self.last_saved.get(ck, 0)
                     d["saved_bytes_measured"] = False
             del grads, outs
-        # deferred: goes out with the iteration's record, without delaying it (_channel.py)
+        # encoded and sent by the sender thread, never delaying the iteration record (_channel.py)
         self.agent.ch.send_deferred({"t": "marker", "time_us": t0, "iteration": it, "name": "forward", "data": d})
 
     # -- at snapshots ----------------------------------------------------------------------------
