@@ -5,6 +5,11 @@ with Python's sqlite3, independently of memlens's C++ code, and every figure is 
 the size computed here from the example's shapes.
 
     test_mistakes.py --cli memlens-cli --python /usr/bin/python3 --case NAME [--agent-dir DIR]
+                     [--device cuda]
+
+--device cuda runs the examples on the GPU (capture/tests/gpu/run.sh does): the same figures,
+on device cuda:0, and the allocator snapshots' `categories` (grads_kept); fragmentation then
+really runs out of memory.
 
 The recorder runs this source tree's agent (MEMLENS_AGENT_DIR = capture/python beside this file)
 unless --agent-dir says otherwise. Each case is one ctest test (tests/capture/CMakeLists.txt).
@@ -30,6 +35,7 @@ F32 = 4
 
 A = None
 TMP = None
+DEVICE = "cpu"   # the training device the markers should name
 
 
 class Failure(Exception):
@@ -50,9 +56,10 @@ def env():
     return e
 
 
-def start(name, script, *args):
+def start(name, script, *args, options=()):
     out = os.path.join(TMP, name + ".memlens")
-    argv = [A.cli, "record", "-o", out, "--quiet", "--", A.python, script] + [str(a) for a in args]
+    argv = ([A.cli, "record", "-o", out, "--quiet"] + list(options) + ["--", A.python, script]
+            + [str(a) for a in args])
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
                          cwd=TMP)
     return p, out
@@ -65,11 +72,13 @@ def finish(p, out, timeout=180):
     return Session(out), so.decode(errors="replace")
 
 
-def record_pair(example, *args):
-    """Records EXAMPLE and its --fixed twin side by side; returns (mistake, fixed) sessions."""
+def record_pair(example, *args, options=()):
+    """Records EXAMPLE and its --fixed twin side by side (on --device); returns (mistake, fixed)
+    sessions. options: more `memlens-cli record` options."""
     script = os.path.join(EXAMPLES, example + ".py")
-    a = start(example, script, *args)
-    b = start(example + "-fixed", script, "--fixed", *args)
+    args = ("--device", A.device) + args
+    a = start(example, script, *args, options=options)
+    b = start(example + "-fixed", script, "--fixed", *args, options=options)
     return finish(*a)[0], finish(*b)[0]
 
 
@@ -84,6 +93,10 @@ class Session:
                             for r in db.execute("SELECT iteration, name, data, time_us FROM markers ORDER BY id")]
             self.scans = [dict(iteration=r[0], scan=json.loads(r[1]))
                           for r in db.execute("SELECT iteration, scan FROM graph_scans ORDER BY id")]
+            cols = [r[1] for r in db.execute("PRAGMA table_info(snapshots)")]
+            info = "info" if "info" in cols else "NULL"
+            self.snapshots = [dict(iteration=r[0], trigger=r[1], info=json.loads(r[2]) if r[2] else {})
+                              for r in db.execute("SELECT iteration, trigger, %s FROM snapshots ORDER BY id" % info)]
 
     def named(self, name):
         return [m for m in self.markers if m["name"] == name]
@@ -119,7 +132,7 @@ def common(s, iterations, what):
     keys = {"module", "training", "grad_enabled", "inference_mode", "device", "output_requires_grad", "output_bytes",
             "saved_bytes", "grads", "params", "inputs", "previous_inputs"}
     check(all(keys <= set(d) for d in f.values()), "%s: forward markers carry every key" % what)
-    check(all(d["device"] == "cpu" for d in f.values()), "%s: training device cpu" % what)
+    check(all(d["device"] == DEVICE for d in f.values()), "%s: training device %s" % (what, DEVICE))
     return f
 
 
@@ -153,7 +166,8 @@ def case_eval_with_grad():
 
 
 def case_grads_kept():
-    bad, good = record_pair("grads_kept")
+    cuda = A.device.startswith("cuda")
+    bad, good = record_pair("grads_kept", options=["--snapshot-iterations", "3"] if cuda else [])
     W = 1024
     params = mlp_params(W, W, W, 10)   # 8,437,800
     for s, what in ((bad, "mistake"), (good, "fixed")):
@@ -166,6 +180,17 @@ def case_grads_kept():
           "mistake: from iteration 2 every gradient is allocated at forward start: %d bytes" % params)
     f = good.forwards()
     check(all(d["grads"] == {"count": 0, "bytes": 0} for d in f.values()), "fixed: no gradient at forward start")
+    if not cuda:
+        return
+    # the snapshot at the end of iteration 3 (its optimizer step): parameters and gradients of
+    # the model, SGD without momentum has no state, the input batch 32 x 1024 float32
+    for s, what in ((bad, "mistake"), (good, "fixed")):
+        snaps = [x for x in s.snapshots if x["iteration"] == 3 and x["trigger"] == "iteration"]
+        c = snaps[0]["info"].get("categories") if snaps else None
+        check(isinstance(c, dict), "%s: the iteration 3 snapshot's info has categories" % what)
+        sums = {k: (len(v), sum(b for _, b in v)) for k, v in c.items()}
+        check(sums == {"parameter": (6, params), "gradient": (6, params), "optimizer_state": (0, 0),
+                       "input": (1, F32 * 32 * W)}, "%s: categories by storage %s" % (what, sums))
 
 
 def case_previous_batch():
@@ -201,7 +226,7 @@ def case_kept_on_device():
     kept = [(i, g) for i, g in bad.kept("__main__.preds[*]") if g is not None]
     check(len(kept) >= 5, "mistake: `kept` groups __main__.preds[*] at %d scans" % len(kept))
     # the scan after iteration i runs when call i + 1 starts: preds then holds i tensors
-    check(all(g["count"] == i and g["bytes"] == i * per and g["device"] == "cpu" for i, g in kept),
+    check(all(g["count"] == i and g["bytes"] == i * per and g["device"] == DEVICE for i, g in kept),
           "mistake: preds grows by one tensor of %d bytes per iteration: %s" %
           (per, [(i, g["count"], g["bytes"]) for i, g in kept]))
     groups = [g for m in good.named("kept") for g in m["data"]["groups"]]
@@ -268,16 +293,17 @@ def case_variable_length():
 def case_fragmentation():
     script = os.path.join(EXAMPLES, "fragmentation.py")
 
-    has_cuda = subprocess.run([A.python, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"],
-                              capture_output=True).returncode == 0
-    p, out = start("fragmentation", script)
+    has_cuda = A.device.startswith("cuda") and subprocess.run(
+        [A.python, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"],
+        capture_output=True).returncode == 0
+    p, out = start("fragmentation", script, "--device", A.device)
     s, so = finish(p, out)
     if not has_cuda:
         check("needs CUDA" in so, "without CUDA the example says it needs CUDA and exits 0 (%r)" % so.strip())
         return None
     check("out of memory" in so, "the interleaved frees end in an out-of-memory error (%r)" % so.strip())
     check(any(m["name"] == "out_of_memory" for m in s.markers), "the agent saw the out-of-memory error")
-    p, out = start("fragmentation-fixed", script, "--fixed")
+    p, out = start("fragmentation-fixed", script, "--fixed", "--device", A.device)
     s, so = finish(p, out)
     check("succeeded" in so, "fixed: the 12 MiB request succeeds (%r)" % so.strip())
 
@@ -354,13 +380,15 @@ CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case
 
 
 def main():
-    global A, TMP
+    global A, TMP, DEVICE
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--case", required=True, choices=sorted(CASES))
     ap.add_argument("--agent-dir", default=os.path.join(ROOT, "capture", "python"))
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the examples run")
     A = ap.parse_args()
+    DEVICE = "cuda:0" if A.device == "cuda" else A.device
     A.agent_dir = os.path.abspath(A.agent_dir)
     if subprocess.run([A.python, "-c", "import torch"], capture_output=True).returncode != 0:
         print("%s has no torch: skipped" % A.python)
