@@ -253,7 +253,9 @@ class _Scanner:
     def _kept_groups(self):
         """Containers that hold tensors without a graph (not parameters, buffers, gradients or
         optimizer state) on the training device, grouped by the pattern of their elements:
-        [{pattern, count, bytes, device, containers, example}], largest first."""
+        [{pattern, count, bytes, device, containers, example}], largest first; a group is
+        listed when it holds at least 2 such tensors (one list of many, or many lists of one:
+        cache[k] = [t] is __main__.cache[*][*])."""
         refs = self.refs
         info = refs.info
         by_container = {}      # container id -> {storage key: bytes}
@@ -285,8 +287,6 @@ class _Scanner:
                 slot[key if key is not None else ("?", tid)] = (nb, dev)
         groups = {}
         for cid, storages in by_container.items():
-            if len(storages) < 2:
-                continue
             paths = refs.paths(cid, 1)
             if not paths:
                 continue
