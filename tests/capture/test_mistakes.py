@@ -326,6 +326,30 @@ def case_eval_script():
     check(ts == sorted(ts), "forward markers in time order")
 
 
+def case_loops():
+    """The evaluation-call iterations leave training loops as they were (doctor_loops.py)."""
+    want = {"warmup_step": ["train"] * 3, "warmup_nograd": ["train"] * 3,
+            "eval_then_train": ["eval"] * 4 + ["train"] * 5, "nested_cache": ["eval"] * 5}
+    procs = {m: start("loops-" + m, os.path.join(JOBS, "doctor_loops.py"), m) for m in want}
+    for m, phases in want.items():
+        s, _ = finish(*procs[m])
+        got = [it["phase"] for it in s.iterations]
+        check(got == phases, "%s: iterations %s" % (m, got))
+        f = s.forwards()
+        check(sorted(f) == list(range(1, len(phases) + 1)), "%s: a forward marker per iteration" % m)
+        if m == "nested_cache":
+            kept = [(i, g) for i, g in s.kept("__main__.cache[*][*]") if g is not None]
+            per = F32 * 16 * 4
+            # the scan after iteration i runs when call i + 1 starts (the last at exit): i
+            # entries of one tensor each; after iteration 1 one tensor is no group yet
+            check([i for i, _ in kept] == [2, 3, 4, 5] and all(g["count"] == i and g["bytes"] == i * per and g["containers"] == i
+                                         for i, g in kept),
+                  "nested_cache: cache[*][*] grows by one list of one %d-byte tensor per call: %s" %
+                  (per, [(i, g["count"], g["bytes"]) for i, g in kept]))
+            groups = [g["pattern"] for k in s.named("kept") for g in k["data"]["groups"]]
+            check(all("single" not in p for p in groups), "nested_cache: a lone tensor in a tuple is no group")
+
+
 def case_categories():
     """categories() (the snapshot info's "categories", CUDA only in a recording) on CPU tensors."""
     code = r"""
