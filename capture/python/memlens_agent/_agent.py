@@ -18,6 +18,9 @@ Iterations. One iteration per step as the user counts them:
   optimizer steps before the next batch (GANs) extend it; batches without a step after a
   backward() (gradient accumulation) stay in it; other loaders read inside it do not split it;
 * a loop without a DataLoader: one iteration per optimizer step;
+* a loop with neither (an evaluation script): one iteration per top-level call of the model
+  in eval mode or without grad (doctor.py watches the calls), until a DataLoader batch, a step
+  or mark_step() appears;
 * after the first mark_step(), only mark_step() marks iterations (with the recorder's
   --manual-steps, from the start).
 Phase: "train" when it stepped or ran backward(); "eval" under no_grad/inference_mode or after
@@ -36,6 +39,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 from . import _channel, _trim
 
@@ -109,6 +113,14 @@ class Agent(object):
         from . import graphs_agent  # retained-graph scans (README-graphs.md)
 
         self.graphs = graphs_agent.GraphScans(self, config)
+        from . import doctor  # evidence for memlens-cli check (doctor.py)
+
+        self.doctor = doctor.Doctor(self, config)
+        # Iterations of a loop without DataLoader, optimizer or mark_step (an evaluation
+        # script): one per call of the top-level module, until another source is seen.
+        self.fwd_mode = not self.manual
+        self.fwd_driver = None  # weakref to the module whose top-level calls open iterations
+        self.fwd_emitted = 0
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -147,6 +159,8 @@ class Agent(object):
         if self.manual or self.exited or threading.get_ident() != self.main_ident:
             return
         with self.lock:
+            if self.fwd_mode:
+                self._leave_forward_mode(t0)
             o = self.open
             if o is not None:
                 if o.driver == id(it):
@@ -178,6 +192,15 @@ class Agent(object):
             self.since.stepped = True
             if self.manual:
                 return
+            if self.fwd_mode:
+                o = self.open
+                if o is not None and o.driver == "forward" and self.fwd_emitted:
+                    # a loop of calls had its iterations: this one ends with the step
+                    self.fwd_mode = False
+                    self.open = None
+                    self._emit(o.start, now, "train")
+                    return
+                self._leave_forward_mode(now)
             o = self.open
             if o is not None:
                 o.stepped = True
@@ -186,6 +209,8 @@ class Agent(object):
             self._emit(self._step_start(), now, "train")
 
     def on_backward(self):
+        if threading.current_thread().name.startswith("memlens-"):
+            return  # the graph scans' calibration (graphs_saved.py), not the job's
         self.since.backward = True
         o = self.open
         if o is not None:
@@ -199,7 +224,8 @@ class Agent(object):
 
     def on_setup(self):
         """An optimizer was created or model.train() was called: where a first iteration starts."""
-        if self.index == 0 and self.open is None:
+        o = self.open
+        if self.index == 0 and (o is None or o.driver == "forward"):
             self.first_start_us = _now_us()
 
     def on_train_mode(self, mode):
@@ -212,6 +238,7 @@ class Agent(object):
             return
         now = _now_us()
         with self.lock:
+            self.fwd_mode = False
             if not self.manual:
                 self.manual = True
                 self.open = None  # its time belongs to this first marked iteration
@@ -219,6 +246,47 @@ class Agent(object):
                 phase = self._phase(self.since.stepped or self.since.backward,
                                     self.since.nograd or not self.grad_enabled())
             self._emit(self._step_start(), now, str(phase))
+
+    def on_forward_top(self, module, t0):
+        """A top-level module call starts (doctor.py). While no other source of iterations has
+        been seen, each evaluation call of one module (the first called, while it lives) is an
+        iteration: a call in eval mode (module.training false) or without grad. A call in
+        training mode with grad (a warm-up before a training loop, a training loop without
+        optimizer) marks none, as before."""
+        if not self.fwd_mode or self.manual or self.exited:
+            return
+        if module.training and self.grad_enabled():
+            return
+        with self.lock:
+            o = self.open
+            if o is not None and o.driver != "forward":
+                return
+            drv = self.fwd_driver() if self.fwd_driver is not None else None
+            if drv is None:
+                try:
+                    self.fwd_driver = weakref.ref(module)
+                except TypeError:
+                    return
+                drv = module
+            if drv is not module:
+                return  # another top-level module (a loss) inside the iteration
+            if o is not None:
+                self._close(t0)
+                self.fwd_emitted += 1
+            self.open = _Open(t0, "forward", self.grad_enabled())
+
+    def _leave_forward_mode(self, t):
+        """Another source of iterations (a DataLoader batch, an optimizer step) appeared: the
+        top-level calls stop marking iterations. The iteration a call opened is closed when
+        calls had marked iterations before; a lone call before the loop (a warm-up, a shape
+        check) is dropped: its time goes to the next iteration, as without it."""
+        self.fwd_mode = False
+        o = self.open
+        if o is not None and o.driver == "forward":
+            if self.fwd_emitted:
+                self._close(t)
+            else:
+                self.open = None
 
     # -- iterations ------------------------------------------------------------------------
 
@@ -320,6 +388,11 @@ class Agent(object):
         head = {"t": "snapshot", "iteration": iteration, "trigger": trigger, "time_us": t,
                 "info": {"torch": self.torch.__version__, "max_entries": self.cfg.get("max_entries"),
                          "stacks": self.cfg.get("stacks"), "stack_depth": depth or None}}
+        if self.doctor.enabled:
+            try:  # storages of parameters, gradients, optimizer state, inputs (doctor.py)
+                head["info"]["categories"] = self.doctor.categories()
+            except Exception as e:
+                self.error("snapshot categories", e)
         # --stack-depth: trimmed on the sender thread, before pickling (_trim.py).
         prepare = _trim.trimmer(depth) if depth else None
         ok = self.ch.send_pickled(head, snap, keep=keep, prepare=prepare)
@@ -382,7 +455,7 @@ class Agent(object):
         self.ch.send(msg)
         for name, install in (("optimizer", _patch_optimizer), ("dataloader", _patch_dataloader),
                               ("backward", _patch_backward), ("module", _patch_module_train),
-                              ("grad mode", _patch_no_grad)):
+                              ("grad mode", _patch_no_grad), ("forward", _patch_forward)):
             try:
                 install(self, torch)
                 self.hooks.append(name)
@@ -473,6 +546,7 @@ def _patch_optimizer(agent, torch):
     def __init__(self, *args, **kwargs):
         orig_init(self, *args, **kwargs)
         try:
+            agent.doctor.add_optimizer(self)
             agent.on_setup()
             if register is None:
                 _wrap_step(agent, type(self))
@@ -513,6 +587,12 @@ def _wrap_step(agent, cls):
 
     cls.step = step
     cls._memlens_step_wrapped = True
+
+
+def _patch_forward(agent, torch):
+    """Top-level nn.Module calls (doctor.py): iterations of evaluation scripts, forward markers."""
+    if agent.doctor.enabled:
+        agent.doctor.install(torch)
 
 
 def _patch_dataloader(agent, torch):

@@ -69,6 +69,7 @@ class Channel(object):
         self._busy = False
         self._closing = False
         self._pending = bytearray()  # small messages gathered between sends
+        self._deferred = []  # messages the sender thread encodes (send_deferred)
         self._last_flush = 0.0
         self.dead = False
         self.dropped = 0
@@ -128,6 +129,30 @@ class Channel(object):
                 cv.notify()
             return True
 
+    def send_deferred(self, head):
+        """A small message (a dict) that the sender thread encodes and sends within
+        IDLE_FLUSH_S (or at the next flush): the training thread neither encodes it nor uses up
+        send()'s once-a-millisecond send, so the record that follows it (an iteration's end)
+        still leaves at once. For the doctor's markers (doctor.py), sent right before an
+        iteration record or a scan; a process killed within IDLE_FLUSH_S loses the last one."""
+        with self._cv:
+            if self.dead:
+                return False
+            if len(self._deferred) >= self.max_items:
+                self.dropped += 1
+                return False
+            self._deferred.append(head)
+            return True
+
+    def _queue_deferred(self):
+        """Under the lock: the deferred messages, encoded, go to the queue."""
+        items = self._deferred
+        self._deferred = []
+        data = b"".join(encode(h) for h in items)
+        if data:
+            self._queue.append(("raw", data))
+            self._queued_bytes += len(data)
+
     def _queue_pending(self):
         """Under the lock: gathered small messages go before what is queued next."""
         if self._pending:
@@ -136,6 +161,8 @@ class Channel(object):
             self._queue.append(("raw", data))
             self._queued_bytes += len(data)
             self._last_flush = _monotonic()
+        if self._deferred:
+            self._queue_deferred()
 
     def send_pickled(self, head, obj, keep=False, prepare=None):
         """head plus pickle.dumps(obj) as the blob, pickled on the sender thread. keep: ignore
@@ -159,6 +186,9 @@ class Channel(object):
         while True:
             with cv:
                 while not self._queue and not self._closing:
+                    if self._deferred:
+                        self._queue_deferred()
+                        break
                     if self._pending and _monotonic() - self._last_flush >= self.IDLE_FLUSH_S:
                         self._queue_pending()
                         break
@@ -198,6 +228,7 @@ class Channel(object):
                     if self.dead:
                         self._queue.clear()
                         del self._pending[:]
+                        del self._deferred[:]
                         self._queued_bytes = 0
                         self._pending_snapshots = 0
                     cv.notify_all()

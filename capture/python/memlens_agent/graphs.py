@@ -62,8 +62,12 @@ def _empty_scan(iteration, phase, time_us, reason=""):
 
 
 def scan(*, max_seconds=2.0, max_objects=1_000_000, exclude_ids=(), iteration=None, phase="",
-         time_us=None, max_graphs=500, max_detail_nodes=2000):
-    """One graph scan. iteration, phase and time_us are the caller's; see README-graphs.md."""
+         time_us=None, max_graphs=500, max_detail_nodes=2000, kept=False, kept_device=None):
+    """One graph scan. iteration, phase and time_us are the caller's; see README-graphs.md.
+
+    kept=True: the same walk also names tensors without a graph, and the scan gets a "kept" list
+    (the doctor's `kept` marker, doctor.py): containers reachable from named variables holding
+    at least 2 such tensors on kept_device (None: any device), grouped by pattern."""
     torch = sys.modules.get("torch")
     if torch is None:
         return _empty_scan(iteration, phase, time_us)
@@ -74,6 +78,8 @@ def scan(*, max_seconds=2.0, max_objects=1_000_000, exclude_ids=(), iteration=No
     gc.disable()
     try:
         scanner = _Scanner(torch, t0, max_seconds, max_objects, exclude_ids, max_graphs, max_detail_nodes)
+        scanner.kept = kept
+        scanner.kept_device = kept_device
         try:
             # reading attributes of every module object can trigger deprecation warnings (e.g.
             # torch.distributed.reduce_op); they are the scan's, not the job's, so keep them quiet
@@ -112,6 +118,9 @@ class _Scanner:
         self.internal = set()          # ids of tensor objects that graphs hold (saved inputs)
         self.types = {}                # node type -> base names of its SavedVariable attributes
         self.refs = None
+        self.kept = False              # also collect containers of tensors without a graph
+        self.kept_device = None
+        self.kept_groups = None
         self._fn_base = getattr(torch._C, "_FunctionBase", None)
         self._param = torch.nn.Parameter
         self._tensor = torch.Tensor
@@ -134,6 +143,8 @@ class _Scanner:
             guard.__enter__()
         try:
             roots = self._find_roots()
+            if self.kept:
+                self.kept_groups = self._kept_groups()
             graphs = self._walk_all(roots)
         finally:
             if guard is not None:
@@ -150,6 +161,8 @@ class _Scanner:
                "graphs": graphs}
         if mode != "memory":
             out["hook_detection_note"] = _probe.reason
+        if self.kept_groups is not None:
+            out["kept"] = self.kept_groups
         return out
 
     # -- roots ---------------------------------------------------------------------------------
@@ -189,8 +202,12 @@ class _Scanner:
         del objs
         self.candidates = len(cands)
 
-        def is_target(t):
-            return t.grad_fn is not None
+        if self.kept:
+            def is_target(t):
+                return t.grad_fn is not None or not t.requires_grad
+        else:
+            def is_target(t):
+                return t.grad_fn is not None
 
         self.refs = refs = graphs_refs.ReferrerSearch(
             torch, is_target, self.discovery_deadline, self.max_objects, self.exclude,
@@ -198,7 +215,8 @@ class _Scanner:
         refs.forward()
         roots = {}
         for tid, t in refs.targets.items():
-            roots[tid] = (t, refs.paths(tid), False)
+            if t.grad_fn is not None:
+                roots[tid] = (t, refs.paths(tid), False)
         # Tensors that gc lists but no name reaches are mostly autograd's own: a saved input's
         # Python object lives on while its graph saves it. Walking the graphs tells those apart
         # (unpacking a saved input gives back that very object); the rest are looked up by
@@ -229,6 +247,73 @@ class _Scanner:
         missing.clear()
         cands.clear()
         return roots
+
+    _KEPT_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+    def _kept_groups(self):
+        """Containers that hold tensors without a graph (not parameters, buffers, gradients or
+        optimizer state) on the training device, grouped by the pattern of their elements:
+        [{pattern, count, bytes, device, containers, example}], largest first; a group is
+        listed when it holds at least 2 such tensors (one list of many, or many lists of one:
+        cache[k] = [t] is __main__.cache[*][*])."""
+        refs = self.refs
+        info = refs.info
+        by_container = {}      # container id -> {storage key: bytes}
+        for tid, t in refs.targets.items():
+            if t.grad_fn is not None or t.requires_grad:
+                continue
+            key, nb, dev = self._storage(t)
+            if key is not None and key in self.excluded_keys:
+                continue
+            if self.kept_device is not None and dev != self.kept_device:
+                continue
+            e = info.get(tid)
+            if e is None:
+                continue
+            for parent, _label in e[2]:
+                if parent is None:
+                    continue
+                pe = info.get(parent)
+                if pe is None:
+                    continue
+                c = pe[0]
+                tc = type(c)
+                if not (isinstance(c, self._KEPT_CONTAINERS)
+                        or (tc.__module__ == "collections" and tc.__name__ == "deque")):
+                    continue
+                slot = by_container.get(parent)
+                if slot is None:
+                    slot = by_container[parent] = {}
+                slot[key if key is not None else ("?", tid)] = (nb, dev)
+        groups = {}
+        for cid, storages in by_container.items():
+            paths = refs.paths(cid, 1)
+            if not paths:
+                continue
+            pattern = re.sub(r"\[\d+\]", "[*]", paths[0]) + "[*]"
+            touched = set()
+            for k, (nb, dev) in storages.items():
+                g = groups.get((pattern, dev))
+                if g is None:
+                    g = groups[(pattern, dev)] = {"pattern": pattern, "count": 0, "bytes": 0, "device": dev,
+                                                  "containers": 0, "example": paths[0], "_keys": set()}
+                if g["example"] > paths[0]:
+                    g["example"] = paths[0]
+                if id(g) not in touched:
+                    touched.add(id(g))
+                    g["containers"] += 1
+                if k in g["_keys"]:
+                    continue
+                g["_keys"].add(k)
+                g["count"] += 1
+                g["bytes"] += nb
+        out = []
+        for g in groups.values():
+            g.pop("_keys")
+            if g["count"] >= 2:
+                out.append(g)
+        out.sort(key=lambda g: (-g["bytes"], g["pattern"]))
+        return out
 
     def _exclude_tensor(self, t, param=False):
         if param:

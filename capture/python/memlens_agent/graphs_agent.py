@@ -78,9 +78,19 @@ class GraphScans(object):
             from . import _agent
 
             time_us = _agent._now_us()
+            doctor = getattr(self.agent, "doctor", None)
+            kept = doctor is not None and doctor.enabled
+            device = doctor.training_device() if kept else None
             s = graphs.scan(max_seconds=self.max_seconds, iteration=index, phase=phase or "",
-                            time_us=time_us, exclude_ids=(id(self), id(self.agent)))
+                            time_us=time_us, exclude_ids=(id(self), id(self.agent), id(doctor)),
+                            kept=kept, kept_device=device)
             s["trigger"] = trigger
+            groups = s.pop("kept", None)
+            if groups is not None:
+                # the doctor's evidence for tensors gathered on the training device (doctor.py)
+                self.agent.ch.send_deferred({"t": "marker", "time_us": time_us, "iteration": index, "name": "kept",
+                                    "data": {"groups": groups, "device": device or "", "trigger": trigger,
+                                             "phase": phase or "", "partial": bool(s.get("partial"))}})
             if self.skipped:
                 s["skipped_before"] = self.skipped   # boundary scans left out by graph_scan_max_share
                 self.skipped = 0

@@ -15,7 +15,8 @@
 #   cxx.memlens    the C++ capture library's example (LibTorch), with a leak and an OOM
 #
 # Also recorded, in the scratch directory only: the leak job with --stack-depth 2 (no exported
-# stack longer than 2 frames; checks named "depth: ...").
+# stack longer than 2 frames; checks named "depth: ..."), and the doctor's mistake examples on
+# CUDA through tests/capture/test_mistakes.py --device cuda (checks named "mistakes: ...").
 #
 #   capture/tests/gpu/run.sh RESULTS_DIR
 #
@@ -23,7 +24,7 @@
 # scratch directory; default a new one under /tmp), CAP_MB (the OOM job's cap, default 2048).
 # For trying the script itself on a machine without a GPU: MEMLENS_GPU_DRY=1 goes on without CUDA
 # (the jobs then fail), MEMLENS_GPU_FORCE_FALLBACK=1 takes the fallbacks for SQLite and nlohmann.
-# Takes 2-4 minutes (most of it compiling). Exit 0 when every check passed.
+# Takes 4-6 minutes (most of it compiling, then the mistake examples). Exit 0 when every check passed.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -213,6 +214,18 @@ timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-ev
   -- "$PY" "$HERE/jobs/leak.py"
 rc=$?
 note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expected 0), $((SECONDS - t)) s"
+
+# The doctor's evidence on CUDA: each example of capture/examples/mistakes and its --fixed twin,
+# recorded and checked by tests/capture/test_mistakes.py (sessions in its own temporary directory);
+# grads_kept also checks the snapshots' `categories`, fragmentation really runs out of memory.
+for c in graph_kept eval_with_grad kept_on_device previous_batch grads_kept variable_length growth fragmentation; do
+  say "mistakes $c (--device cuda)"
+  t=$SECONDS
+  out=$(timeout 300 "$PY" "$SRC/tests/capture/test_mistakes.py" --cli "$CLI" --python "$PY" --device cuda --case "$c" 2>&1)
+  rc=$?
+  echo "$out" | tail -n 40
+  note "mistakes: $c (cuda)" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+done
 
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
