@@ -173,8 +173,18 @@ void variableLength(const std::vector<ForwardRecord>& fs, uint64_t peak, std::ve
 }
 
 void keptOnDevice(const std::vector<KeptRecord>& ks, uint64_t peak, std::vector<Finding>& out) {
-    std::map<std::string, std::vector<const KeptRecord*>> byPattern;
-    for (const KeptRecord& k : ks) byPattern[k.pattern].push_back(&k);
+    // scans at iteration boundaries see every iteration at the same point of its step; the exit
+    // scan (or one on request) sees another point: the growth is read from the boundaries alone
+    // when there are two of them
+    std::map<std::string, std::vector<const KeptRecord*>> byPattern, atBoundaries;
+    std::map<std::string, const KeptRecord*> latest;  // what it holds now: the last scan of all
+    for (const KeptRecord& k : ks) {
+        byPattern[k.pattern].push_back(&k);
+        latest[k.pattern] = &k;
+        if (k.trigger == "iteration") atBoundaries[k.pattern].push_back(&k);
+    }
+    for (auto& [pattern, rs] : atBoundaries)
+        if (rs.size() >= 2) byPattern[pattern] = rs;
     for (const auto& [pattern, rs] : byPattern) {
         if (rs.size() < 2) continue;
         const KeptRecord& first = *rs.front();
@@ -193,11 +203,12 @@ void keptOnDevice(const std::vector<KeptRecord>& ks, uint64_t peak, std::vector<
         const double per = static_cast<double>(last.bytes - first.bytes) / static_cast<double>(last.iteration - first.iteration);
         // predictions gathered into a list (or deque) vs a dict that caches per step: growth
         const bool cache = last.container == "dict";
+        const KeptRecord& now = *latest[pattern];
         Finding x;
         x.rule = cache ? rule::kGrowth : rule::kKeptOnDevice;
         x.device = last.device;
-        x.bytes = last.bytes;
-        x.count = last.count;
+        x.bytes = now.bytes;
+        x.count = now.count;
         x.perIterationBytes = per;
         x.sinceIteration = since;
         x.references = {pattern};
@@ -209,12 +220,12 @@ void keptOnDevice(const std::vector<KeptRecord>& ks, uint64_t peak, std::vector<
                                  ", without graphs";
         if (cache) {
             x.title = "`" + pattern + "` caches a tensor on " + last.device + " every iteration and never lets go: +" + bytesText(per) +
-                      " per iteration since iteration " + std::to_string(since) + ", " + formatBytes(last.bytes) + " now";
+                      " per iteration since iteration " + std::to_string(since) + ", " + formatBytes(now.bytes) + " now";
             x.evidence = from + ": a cache without a bound.";
             x.fix = "Bound the cache (drop old entries: `cache.pop(step - KEEP, None)`), or keep `.cpu()` copies or numbers in it.";
         } else {
             x.title = "`" + pattern + "` gathers tensors on " + last.device + ": +" + bytesText(per) + " per iteration since iteration " +
-                      std::to_string(since) + ", " + formatBytes(last.bytes) + " now";
+                      std::to_string(since) + ", " + formatBytes(now.bytes) + " now";
             x.evidence = from + ".";
             x.fix = "Move what you gather off the device: `preds.append(logits.detach().cpu())`, or reduce it first "
                     "(`correct += (logits.argmax(1) == y).sum().item()`).";
@@ -306,9 +317,11 @@ std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers) {
         const Json d = parse(m.dataJson);
         auto groups = d.find("groups");
         if (groups == d.end() || !groups->is_array()) continue;
+        const std::string trigger = get<std::string>(d, "trigger", "");
         for (const Json& g : *groups) {
             KeptRecord k;
             k.iteration = m.iteration;
+            k.trigger = trigger;
             k.pattern = get<std::string>(g, "pattern", "");
             k.count = get<uint64_t>(g, "count", 0);
             k.bytes = get<uint64_t>(g, "bytes", 0);

@@ -86,6 +86,7 @@ class Session:
     """The rows of a session file that the doctor reads, straight from SQLite."""
 
     def __init__(self, path):
+        self.path = path
         with sqlite3.connect("file:%s?mode=ro" % path, uri=True) as db:
             self.iterations = [dict(index=r[0], phase=r[1]) for r in
                                db.execute("SELECT idx, phase FROM iterations ORDER BY idx")]
@@ -136,6 +137,31 @@ def common(s, iterations, what):
     return f
 
 
+def doctor(bad, good, rule, analytic, key="bytes", reference=None):
+    """`memlens-cli check --json` on the mistake's session names RULE with KEY (bytes, or
+    per_iteration_bytes) within 10 % of ANALYTIC and, when given, a reference containing REFERENCE;
+    exit 3 when that finding is at warning or above; the fixed twin has no finding at warning."""
+    def check_json(s):
+        p = subprocess.run([A.cli, "check", s.path, "--json"], capture_output=True, timeout=120)
+        check(p.returncode in (0, 3), "check %s: exit %d (%s)" % (os.path.basename(s.path), p.returncode,
+                                                                 p.stderr.decode(errors="replace")[-300:]))
+        return p.returncode, json.loads(p.stdout)
+    rc, j = check_json(bad)
+    found = [f for f in j["findings"] if f["rule"] == rule]
+    check(found, "check: a %s finding (got %s)" % (rule, [(f["rule"], f["severity"]) for f in j["findings"]]))
+    f = found[0]
+    value = f[key]
+    check(value is not None and abs(value - analytic) <= 0.1 * analytic,
+          "check: %s %s = %s, analytic %d within 10%%" % (rule, key, value, analytic))
+    if reference:
+        check(any(reference in r for r in f["references"]), "check: %s references %s contain %s" % (rule, f["references"], reference))
+    check(rc == (3 if f["severity"] in ("warning", "error") else rc), "check: exit %d with a %s %s" % (rc, f["severity"], rule))
+    print("  check: [%s] %s" % (f["severity"], f["title"]))
+    rc, j = check_json(good)
+    serious = [(x["rule"], x["severity"]) for x in j["findings"] if x["severity"] != "info"]
+    check(rc == 0 and not serious, "check on the fixed twin: exit %d, no finding at warning (%s)" % (rc, serious))
+
+
 # ----- cases -----------------------------------------------------------------------------------
 
 def case_eval_with_grad():
@@ -163,6 +189,7 @@ def case_eval_with_grad():
     ev = [f[i] for i in range(13, 25)]
     check(all((not d["grad_enabled"] or not d["output_requires_grad"]) and d["saved_bytes"] == 0 for d in ev),
           "fixed: no_grad in validation, saved_bytes 0")
+    doctor(bad, good, "eval-with-grad", saved)
 
 
 def case_grads_kept():
@@ -180,6 +207,7 @@ def case_grads_kept():
           "mistake: from iteration 2 every gradient is allocated at forward start: %d bytes" % params)
     f = good.forwards()
     check(all(d["grads"] == {"count": 0, "bytes": 0} for d in f.values()), "fixed: no gradient at forward start")
+    doctor(bad, good, "grads-kept", params)
     if not cuda:
         return
     # the snapshot at the end of iteration 3 (its optimizer step): parameters and gradients of
@@ -210,6 +238,7 @@ def case_previous_batch():
     f = good.forwards()
     check(all(d["previous_inputs"].get("count", 0) == 0 and d["previous_inputs"].get("bytes", 0) == 0
               for d in f.values()), "fixed: no previous batch alive")
+    doctor(bad, good, "previous-batch", batch, reference="prev_batch")
 
 
 def case_kept_on_device():
@@ -231,6 +260,7 @@ def case_kept_on_device():
           (per, [(i, g["count"], g["bytes"]) for i, g in kept]))
     groups = [g for m in good.named("kept") for g in m["data"]["groups"]]
     check(good.named("kept") and not groups, "fixed: no container of tensors on the device (%s)" % groups)
+    doctor(bad, good, "kept-on-device", per, key="per_iteration_bytes", reference="__main__.preds[*]")
 
 
 def case_growth():
@@ -247,6 +277,7 @@ def case_growth():
           "mistake: cache grows by %d bytes per iteration: %s" % (per, [(i, g["bytes"]) for i, g in kept]))
     kept = [g for i, g in good.kept("__main__.cache[*]") if g is not None]
     check(kept and all(g["bytes"] == 2 * per for g in kept), "fixed: the cache holds 2 entries, %d bytes" % (2 * per))
+    doctor(bad, good, "growth", per, key="per_iteration_bytes", reference="__main__.cache[*]")
 
 
 def case_graph_kept():
@@ -273,6 +304,7 @@ def case_graph_kept():
           "mistake: tensors with a graph are not in `kept` groups")
     m = metrics(good)
     check(m and all(n == 0 for _, n, _ in m), "fixed: no graph under metrics")
+    doctor(bad, good, "graph-kept", per, key="per_iteration_bytes", reference="__main__.metrics[*]")
 
 
 def case_variable_length():
@@ -288,6 +320,7 @@ def case_variable_length():
     f = common(good, 20, "fixed")
     check(all(d["inputs"][0]["shape"] == [B, LMAX, DIM] and d["inputs"][0]["bytes"] == F32 * B * LMAX * DIM
               for d in f.values()), "fixed: one shape [%d, %d, %d]" % (B, LMAX, DIM))
+    doctor(bad, good, "variable-length", F32 * B * DIM * (max(lengths) - min(lengths)))
 
 
 def case_fragmentation():

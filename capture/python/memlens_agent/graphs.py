@@ -253,12 +253,14 @@ class _Scanner:
     def _kept_groups(self):
         """Containers that hold tensors without a graph (not parameters, buffers, gradients or
         optimizer state) on the training device, grouped by the pattern of their elements:
-        [{pattern, count, bytes, device, containers, example}], largest first; a group is
+        [{pattern, count, bytes, device, containers, container, example}], largest first (container:
+        the type name of the first container, list / dict / deque / ...); a group is
         listed when it holds at least 2 such tensors (one list of many, or many lists of one:
         cache[k] = [t] is __main__.cache[*][*])."""
         refs = self.refs
         info = refs.info
         by_container = {}      # container id -> {storage key: bytes}
+        kinds = {}             # container id -> its type's name (list, dict, deque, ...)
         for tid, t in refs.targets.items():
             if t.grad_fn is not None or t.requires_grad:
                 continue
@@ -284,6 +286,7 @@ class _Scanner:
                 slot = by_container.get(parent)
                 if slot is None:
                     slot = by_container[parent] = {}
+                    kinds[parent] = tc.__name__
                 slot[key if key is not None else ("?", tid)] = (nb, dev)
         groups = {}
         for cid, storages in by_container.items():
@@ -296,7 +299,8 @@ class _Scanner:
                 g = groups.get((pattern, dev))
                 if g is None:
                     g = groups[(pattern, dev)] = {"pattern": pattern, "count": 0, "bytes": 0, "device": dev,
-                                                  "containers": 0, "example": paths[0], "_keys": set()}
+                                                  "containers": 0, "container": kinds[cid], "example": paths[0],
+                                                  "_keys": set()}
                 if g["example"] > paths[0]:
                     g["example"] = paths[0]
                 if id(g) not in touched:

@@ -35,6 +35,7 @@ struct KeptRecord {
     uint64_t count = 0, bytes = 0;
     std::string device;
     std::string container;  // "list", "dict", "deque", ...: a dict keyed by step is a cache (growth)
+    std::string trigger;    // the scan's: "iteration" (at a boundary), "exit", "request"
 };
 
 std::vector<ForwardRecord> forwardRecords(const std::vector<SessionMarker>& markers);
