@@ -47,7 +47,7 @@
 namespace memlens::gui {
 
 namespace {
-constexpr int kLayoutVersion = 3;  // 2: the What-if dock; 3: Findings
+constexpr int kLayoutVersion = 4;  // 2: the What-if dock; 3: Findings; 4: Iteration diff
 const QString kGeometryKey = QStringLiteral("window/geometry");
 const QString kStateKey = QStringLiteral("window/state");
 
@@ -315,6 +315,7 @@ void MainWindow::arrangeDefaultLayout() {
     tabifyDockWidget(blocks, breakdown);
     tabifyDockWidget(blocks, dock(QStringLiteral("whatif")));
     tabifyDockWidget(events, dock(QStringLiteral("findings")));
+    tabifyDockWidget(events, dock(QStringLiteral("iterdiff")));
     // retained graphs (sessions with graph scans): the list beside the entries, the graph beside the stack
     tabifyDockWidget(events, dock(QStringLiteral("graphs")));
     tabifyDockWidget(stack, dock(QStringLiteral("graph")));

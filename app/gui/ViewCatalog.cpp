@@ -13,6 +13,7 @@
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
 #include "findings/FindingsView.h"
+#include "iterdiff/IterationDiffView.h"
 #include "SessionLoader.h"
 
 namespace memlens::gui {
@@ -59,6 +60,7 @@ QList<ViewInfo> viewCatalog() {
         {QStringLiteral("graph"), QObject::tr("Graph"), QStringLiteral("graphDock")},
         {QStringLiteral("whatif"), QObject::tr("What-if"), QStringLiteral("whatIfDock")},
         {QStringLiteral("findings"), QObject::tr("Findings"), QStringLiteral("findingsDock")},
+        {QStringLiteral("iterdiff"), QObject::tr("Iteration diff"), QStringLiteral("iterationDiffDock")},
     };
 }
 
@@ -79,6 +81,7 @@ ViewHandle createView(const QString& name, QWidget* parent) {
     if (name == QLatin1String("graph")) return makeGraphView<views::GraphView>(parent);
     if (name == QLatin1String("whatif")) return make<views::WhatIfView>(parent);
     if (name == QLatin1String("findings")) return makeFindingsView(parent);
+    if (name == QLatin1String("iterdiff")) return make<views::IterationDiffView>(parent);
     return {};
 }
 

@@ -112,9 +112,27 @@ IterationSplit iterationsFromPattern(const Snapshot& snapshot, int device) {
         for (int64_t i = 0; i < n; ++i)
             if (isAlloc(t.action[i]))
                 if (auto it = at.find(t.stack[i]); it != at.end()) it->second.push_back(i);
+        // an iteration is more than a tight loop of one allocation (parameters made one by one):
+        // between two allocations of the anchor, another stack of the same count allocates
+        std::vector<int64_t> all;
+        for (const auto& [stack, positions] : at) all.insert(all.end(), positions.begin(), positions.end());
+        std::sort(all.begin(), all.end());
+        auto interleaved = [&](StackId anchor, const std::vector<int64_t>& positions) {
+            for (size_t k = 0; k + 1 < positions.size(); ++k) {
+                auto it = std::upper_bound(all.begin(), all.end(), positions[k]);
+                bool other = false;
+                for (; it != all.end() && *it < positions[k + 1]; ++it)
+                    if (t.stack[static_cast<size_t>(*it)] != anchor) {
+                        other = true;
+                        break;
+                    }
+                if (!other) return false;
+            }
+            return true;
+        };
         for (const auto& [f, stack] : candidates) {
             const std::vector<int64_t>& positions = at[stack];
-            if (!evenlySpaced(positions)) continue;
+            if (!evenlySpaced(positions) || !interleaved(stack, positions)) continue;
             for (size_t k = 0; k < positions.size(); ++k) {
                 Iteration it;
                 it.number = static_cast<int64_t>(k) + 1;

@@ -207,3 +207,14 @@ TEST(Doctor, RealSnapshotsAreDiagnosedTheSameTwice) {
         EXPECT_FALSE(a.summary.nvidiaSmi.empty()) << file;
     }
 }
+
+TEST(Doctor, ATightLoopOfOneAllocationIsNoIteration) {
+    // one iteration: the parameters made one after another (one stack, three times) and the
+    // gradients (another, three times) repeat, but nothing else allocates between them
+    Job job;
+    job.iterations = 1;
+    job.annotate = false;
+    EXPECT_TRUE(iterationsFromPattern(snapshotOf(job), 0).iterations.empty());
+    job.iterations = 2;
+    EXPECT_EQ(iterationsFromPattern(snapshotOf(job), 0).iterations.size(), 2u);
+}

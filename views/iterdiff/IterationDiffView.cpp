@@ -1,0 +1,255 @@
+#include "iterdiff/IterationDiffView.h"
+
+#include "common/ByteText.h"
+#include "document/JobTracker.h"
+#include "document/SnapshotDocument.h"
+
+#include "memlens/model/Finding.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace memlens::views {
+
+namespace {
+
+enum Column { Bytes, Count, PerIteration, First, Where, ColumnCount };
+
+// Sorts by the number in Qt::UserRole, not by its text.
+class NumberItem : public QTableWidgetItem {
+public:
+    NumberItem(const QString& text, double value) : QTableWidgetItem(text) {
+        setData(Qt::UserRole, value);
+        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    bool operator<(const QTableWidgetItem& other) const override {
+        return data(Qt::UserRole).toDouble() < other.data(Qt::UserRole).toDouble();
+    }
+};
+
+struct Prepared {
+    model::IterationSplit split;
+    std::shared_ptr<const std::vector<model::AllocationLife>> lives;
+};
+
+} // namespace
+
+IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this)) {
+    auto* v = new QVBoxLayout(this);
+    v->setContentsMargins(4, 4, 4, 4);
+    auto* row = new QHBoxLayout;
+    row->addWidget(new QLabel(tr("Allocated in iterations"), this));
+    m_from = new QSpinBox(this);
+    m_from->setObjectName(QStringLiteral("fromIteration"));
+    m_to = new QSpinBox(this);
+    m_to->setObjectName(QStringLiteral("toIteration"));
+    row->addWidget(m_from);
+    row->addWidget(new QLabel(tr("to"), this));
+    row->addWidget(m_to);
+    row->addWidget(new QLabel(tr("and still alive at the end of the last"), this));
+    m_compare = new QPushButton(tr("Compare"), this);
+    m_fromSelection = new QPushButton(tr("From the selection"), this);
+    m_fromSelection->setToolTip(tr("The iterations that the timeline's selected range covers"));
+    row->addWidget(m_compare);
+    row->addWidget(m_fromSelection);
+    row->addStretch(1);
+    v->addLayout(row);
+    m_status = new QLabel(tr("Open a snapshot with iterations."), this);
+    m_status->setWordWrap(true);
+    v->addWidget(m_status);
+    m_table = new QTableWidget(0, ColumnCount, this);
+    m_table->setObjectName(QStringLiteral("iterationDiffTable"));
+    m_table->setHorizontalHeaderLabels({tr("Bytes"), tr("Count"), tr("Per iteration"), tr("Since"), tr("Allocated at")});
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    v->addWidget(m_table, 1);
+    connect(m_compare, &QPushButton::clicked, this, [this] { compare(m_from->value(), m_to->value()); });
+    connect(m_fromSelection, &QPushButton::clicked, this, &IterationDiffView::compareSelection);
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
+        const auto rows = m_table->selectionModel()->selectedRows();
+        if (!rows.isEmpty()) selectRow(rows.front().row());
+    });
+    setDocument(nullptr);
+}
+
+IterationDiffView::~IterationDiffView() = default;
+
+void IterationDiffView::setDocument(SnapshotDocument* doc) {
+    if (m_doc) disconnect(m_doc, nullptr, this, nullptr);
+    m_doc = doc;
+    m_split = {};
+    m_lives.reset();
+    m_result.reset();
+    m_table->setRowCount(0);
+    m_compare->setEnabled(false);
+    m_fromSelection->setEnabled(false);
+    if (!doc) {
+        m_jobs->cancel();
+        m_status->setText(tr("Open a snapshot with iterations."));
+        return;
+    }
+    connect(doc, &SnapshotDocument::deviceChanged, this, [this] { setDocument(m_doc); });
+    start();
+}
+
+void IterationDiffView::start() {
+    auto loaded = m_doc->sharedLoaded();
+    const int device = m_doc->device();
+    m_status->setText(tr("Finding the iterations\u2026"));
+    JobHandlers<std::shared_ptr<const Prepared>> h;
+    h.done = [this](quint64, std::shared_ptr<const Prepared> p) {
+        m_split = p->split;
+        m_lives = p->lives;
+        if (m_split.iterations.empty()) {
+            m_status->setText(tr("No iterations in this trace (no annotations, no repeating pattern): nothing to compare."));
+            emit finished();
+            return;
+        }
+        const int first = static_cast<int>(m_split.iterations.front().number);
+        const int last = static_cast<int>(m_split.iterations.back().number);
+        for (QSpinBox* b : {m_from, m_to}) b->setRange(first, last);
+        m_compare->setEnabled(true);
+        m_fromSelection->setEnabled(true);
+        // the complete iterations, all of them
+        const size_t complete = std::max<size_t>(1, m_split.complete());
+        compare(first, m_split.iterations[complete - 1].number);
+    };
+    h.failed = [this](quint64, const QString& message) {
+        m_status->setText(message);
+        emit finished();
+    };
+    h.cancelled = [](quint64) {};
+    m_jobs->start<std::shared_ptr<const Prepared>>(
+        [loaded, device](const JobControl& control) {
+            auto p = std::make_shared<Prepared>();
+            p->split = model::splitIterations(*loaded->snapshot, device);
+            control.throwIfCancelled();
+            if (const model::DeviceData* dd = loaded->snapshot->device(device))
+                p->lives = std::make_shared<const std::vector<model::AllocationLife>>(model::allocationLives(dd->trace));
+            return std::shared_ptr<const Prepared>(std::move(p));
+        },
+        std::move(h), JobText{QString(), QStringLiteral("find the iterations")});
+}
+
+bool IterationDiffView::compare(int64_t from, int64_t to) {
+    if (!m_doc || !m_lives || m_split.iterations.empty()) return false;
+    auto indexOf = [&](int64_t number) -> int64_t {
+        for (size_t k = 0; k < m_split.iterations.size(); ++k)
+            if (m_split.iterations[k].number == number) return static_cast<int64_t>(k);
+        return -1;
+    };
+    const int64_t i = indexOf(std::min(from, to)), j = indexOf(std::max(from, to));
+    if (i < 0 || j < 0) return false;
+    {
+        const QSignalBlocker b1(m_from), b2(m_to);
+        m_from->setValue(static_cast<int>(m_split.iterations[static_cast<size_t>(i)].number));
+        m_to->setValue(static_cast<int>(m_split.iterations[static_cast<size_t>(j)].number));
+    }
+    auto loaded = m_doc->sharedLoaded();
+    const int device = m_doc->device();
+    auto lives = m_lives;
+    const model::IterationSplit split = m_split;
+    m_status->setText(tr("Comparing\u2026"));
+    JobHandlers<std::shared_ptr<const model::Survivors>> h;
+    h.done = [this](quint64, std::shared_ptr<const model::Survivors> r) { showResult(std::move(r)); };
+    h.failed = [this](quint64, const QString& message) {
+        m_status->setText(message);
+        emit finished();
+    };
+    h.cancelled = [](quint64) {};
+    m_jobs->start<std::shared_ptr<const model::Survivors>>(
+        [loaded, device, lives, split, i, j](const JobControl&) {
+            const model::TraceColumns& t = loaded->snapshot->device(device)->trace;
+            return std::make_shared<const model::Survivors>(model::survivorsOf(t, *lives, split.iterations, static_cast<size_t>(i),
+                                                                                static_cast<size_t>(j),
+                                                                                split.iterations[static_cast<size_t>(j)].lastEntry));
+        },
+        std::move(h), JobText{QString(), QStringLiteral("compare the iterations")});
+    return true;
+}
+
+bool IterationDiffView::compareSelection() {
+    if (!m_doc || m_split.iterations.empty()) return false;
+    const auto sel = m_doc->selection();
+    if (!sel) return false;
+    int64_t first = -1, last = -1;
+    for (const model::Iteration& it : m_split.iterations) {
+        if (it.lastEntry < sel->first || it.firstEntry > sel->second) continue;
+        if (first < 0) first = it.number;
+        last = it.number;
+    }
+    return first >= 0 && compare(first, last);
+}
+
+bool IterationDiffView::isBusy() const { return m_jobs->isRunning(); }
+
+int IterationDiffView::rowCount() const { return m_table->rowCount(); }
+
+QString IterationDiffView::statusText() const { return m_status->text(); }
+
+void IterationDiffView::showResult(std::shared_ptr<const model::Survivors> result) {
+    m_result = std::move(result);
+    const model::Survivors& s = *m_result;
+    const auto& its = m_split.iterations;
+    const bool cut = m_split.lastIncomplete && s.to + 1 == its.size();
+    m_status->setText(tr("Iterations %1 to %2 (%3) left %4 in %5 allocations alive at the end of iteration %2%6; %7 stacks.")
+                          .arg(its[s.from].number)
+                          .arg(its[s.to].number)
+                          .arg(QString::fromLatin1(model::iterationSourceName(m_split.source)))
+                          .arg(formatBytes(static_cast<double>(s.bytes)))
+                          .arg(s.count)
+                          .arg(cut ? tr(" (which the trace cuts off: work in progress)") : QString())
+                          .arg(s.groups.size()));
+    m_table->setSortingEnabled(false);
+    m_table->setRowCount(static_cast<int>(s.groups.size()));
+    const model::Snapshot& snap = m_doc->snapshot();
+    for (int r = 0; r < static_cast<int>(s.groups.size()); ++r) {
+        const model::SurvivorGroup& g = s.groups[static_cast<size_t>(r)];
+        auto* bytes = new NumberItem(formatBytes(static_cast<double>(g.bytes)), static_cast<double>(g.bytes));
+        bytes->setData(Qt::UserRole + 1, r);  // the group, whatever the sort
+        m_table->setItem(r, Bytes, bytes);
+        m_table->setItem(r, Count, new NumberItem(QString::number(g.count), static_cast<double>(g.count)));
+        m_table->setItem(r, PerIteration, new NumberItem(formatBytes(g.bytesPerIteration()), g.bytesPerIteration()));
+        m_table->setItem(r, First, new NumberItem(QString::number(g.firstIteration), static_cast<double>(g.firstIteration)));
+        const std::string where = model::whereOf(snap, g.stack);
+        m_table->setItem(r, Where, new QTableWidgetItem(where.empty() ? tr("(no stack)") : QString::fromStdString(where)));
+    }
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(Bytes, Qt::DescendingOrder);
+    m_table->resizeColumnsToContents();
+    emit finished();
+}
+
+void IterationDiffView::selectRow(int row) {
+    if (!m_result || !m_doc || row < 0 || row >= m_table->rowCount()) return;
+    const int group = m_table->item(row, Bytes)->data(Qt::UserRole + 1).toInt();
+    const model::SurvivorGroup& g = m_result->groups[static_cast<size_t>(group)];
+    // its surviving blocks, marked in the block map
+    const auto& its = m_split.iterations;
+    const model::TraceColumns& t = m_doc->deviceData().trace;
+    SnapshotDocument::MarkedAddresses marked;
+    marked.holder = tr("iterations %1-%2").arg(its[m_result->from].number).arg(its[m_result->to].number);
+    for (const model::AllocationLife& l : *m_lives) {
+        if (l.alloc < its[m_result->from].firstEntry) continue;
+        if (l.alloc > its[m_result->to].lastEntry) break;
+        if (t.stack[static_cast<size_t>(l.alloc)] == g.stack && l.aliveAfter(m_result->aliveAfter) &&
+            model::iterationOf(its, l.alloc) >= 0)
+            marked.addresses.emplace_back(m_doc->device(), t.addr[static_cast<size_t>(l.alloc)]);
+    }
+    m_doc->setMarkedAddresses(std::move(marked));
+    m_doc->setCurrentEvent(m_result->aliveAfter);
+    m_doc->selectAllocation(g.stack, tr("survivors of iterations %1-%2").arg(its[m_result->from].number).arg(its[m_result->to].number));
+}
+
+} // namespace memlens::views
