@@ -4,6 +4,7 @@
 #include "CliArgs.h"
 
 #include "memlens/model/AllocatorState.h"
+#include "memlens/model/MemoryCategory.h"
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/SnapshotStats.h"
@@ -139,6 +140,12 @@ int stateCommand(const std::vector<std::string>& args) {
                                 {"is_expandable", s.isExpandable},
                                 {"blocks", blocks}});
         }
+        // live tensors by category, estimated from the stacks that allocated them
+        const model::CategoryBytes cats = model::categoriesAt(st, model::stackRoles(snap));
+        Json categories = Json::object();
+        for (int c = 0; c < model::kMemoryCategoryCount; ++c)
+            categories[model::memoryCategoryName(static_cast<model::MemoryCategory>(c))] = cats.bytes[static_cast<size_t>(c)];
+        categories["estimated"] = cats.estimated;
         printJson(Json{{"device", dev},
                        {"at", at},
                        {"reserved_bytes", st.reservedBytes},
@@ -146,6 +153,7 @@ int stateCommand(const std::vector<std::string>& args) {
                        {"requested_bytes", st.requestedBytes},
                        {"free_bytes", st.freeBytes},
                        {"largest_free_block", st.largestFreeBlock},
+                       {"categories", categories},
                        {"segments", segs}});
         return 0;
     }

@@ -33,7 +33,8 @@ import snapshot_oracle as oracle
 REPICKLE_PROTOCOLS = (0, 2, 3, 5)
 STATES = {"active_allocated", "active_pending_free", "inactive", "allocated_before_recording"}
 STATE_KEYS = ["device", "at", "reserved_bytes", "allocated_bytes", "requested_bytes", "free_bytes",
-              "largest_free_block", "segments"]
+              "largest_free_block", "categories", "segments"]
+CATEGORIES = ["parameter", "gradient", "optimizer_state", "saved_for_backward", "input", "other"]
 SEGMENT_KEYS = ["address", "total_size", "stream", "is_expandable", "blocks"]
 BLOCK_KEYS = ["address", "size", "requested_size", "state"]
 SAMPLES_INSIDE = 4  # state --at k checked at this many indices inside each trace
@@ -214,6 +215,7 @@ class FileCheck:
             if got is not None:
                 exp = oracle.final_state(data, d)
                 got = by_address(got)
+                got.pop("categories", None)  # an estimate the oracle does not make; checked below
                 diffs = json_diff(exp, got)
                 report.check(not diffs, f"{label}: differs from the file's final state: " + "; ".join(diffs)
                              + block_diff_summary(exp, got))
@@ -243,6 +245,15 @@ class FileCheck:
             report.check(got.get("reserved_bytes") == reserved,
                          f"{label}: reserved_bytes expected {reserved} (rewind), got {got.get('reserved_bytes')}")
             state_coherence(got, label, report)
+            # the live tensors by (estimated) category: every category once, together the blocks
+            # that hold memory (allocated or from before recording), their requested size
+            cats = got.get("categories") or {}
+            held = sum(min(b["requested_size"], b["size"]) if b["requested_size"] else b["size"]
+                       for s in got.get("segments", []) for b in s["blocks"]
+                       if b["state"] in ("active_allocated", "allocated_before_recording"))
+            report.check(sorted(k for k in cats if k != "estimated") == sorted(CATEGORIES) and
+                         sum(cats.get(c, 0) for c in CATEGORIES) == held,
+                         f"{label}: categories {cats} do not add up to the {held} bytes the blocks hold")
             if got.get("requested_bytes") != live:
                 report.warn(f"{label}: requested_bytes {got.get('requested_bytes')} differs from the rewound live "
                             f"bytes {live} (the contract does not say whether blocks allocated before recording "

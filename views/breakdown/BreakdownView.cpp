@@ -66,6 +66,12 @@ BreakdownView::BreakdownView(QWidget* parent) : QWidget(parent) {
     m_grid->setColumnStretch(4, 1);  // name, bytes and share stay together on the left
     v->addWidget(m_gridHost);
 
+    m_categories = new QLabel(page);
+    m_categories->setObjectName(QStringLiteral("breakdownCategories"));
+    m_categories->setWordWrap(true);
+    m_categories->setTextFormat(Qt::RichText);
+    v->addWidget(m_categories);
+
     m_note = new QLabel(page);
     m_note->setWordWrap(true);
     m_note->setTextFormat(Qt::RichText);
@@ -96,6 +102,7 @@ void BreakdownView::setProcessFigures(const std::optional<model::ProcessFigures>
 }
 
 QString BreakdownView::headlineText() const { return m_headline->text(); }
+QString BreakdownView::categoryText() const { return m_categories->text(); }
 QString BreakdownView::noteText() const { return m_note->isHidden() ? QString() : m_note->text(); }
 bool BreakdownView::isShowingPlaceholder() const { return m_pages->isShowingPlaceholder(); }
 
@@ -179,6 +186,23 @@ void BreakdownView::refresh() {
         r.label->setEnabled(part.bytes > 0);
         r.bytes->setEnabled(part.bytes > 0);
     }
+
+    // the live tensors by what they are for, estimated from the stacks that allocated them
+    if (m_rolesOf != &m_doc->snapshot()) {
+        m_roles = model::stackRoles(m_doc->snapshot());
+        m_rolesOf = &m_doc->snapshot();
+    }
+    const model::CategoryBytes cats = model::categoriesAt(st, m_roles);
+    QStringList parts;
+    for (int c = 0; c < model::kMemoryCategoryCount; ++c)
+        if (cats.bytes[static_cast<size_t>(c)] > 0)
+            parts << QStringLiteral("%1 <b>%2</b>")
+                         .arg(QString::fromLatin1(model::memoryCategoryLabel(static_cast<model::MemoryCategory>(c))),
+                              formatBytes(static_cast<double>(cats.bytes[static_cast<size_t>(c)])));
+    m_categories->setText(parts.isEmpty() ? QString()
+                                          : tr("<b>Live tensors by category</b> (estimated from the allocation stacks): ") +
+                                                parts.join(QStringLiteral(" · ")));
+    m_categories->setVisible(!parts.isEmpty());
 
     QString note;
     if (!m_breakdown.hasProcessFigures)

@@ -4,6 +4,7 @@
 // stacked bar with a byte count and a sentence per part. Process figures from a captured session
 // continue the bar up to nvidia-smi's number; without them the view says what a snapshot misses.
 #include "memlens/model/MemoryBreakdown.h"
+#include "memlens/model/MemoryCategory.h"
 
 #include <QPointer>
 #include <QVector>
@@ -35,6 +36,8 @@ public:
     // "label|bytes|explanation" per row shown, for tests.
     QStringList rowTexts() const;
     bool isShowingPlaceholder() const;
+    // "Parameters 12 MiB · Gradients 12 MiB · ..." of the live tensors, for tests.
+    QString categoryText() const;
 
 private:
     void refresh();
@@ -58,6 +61,10 @@ private:
     QWidget* m_gridHost = nullptr;
     QVector<Row> m_rows;
     QLabel* m_note = nullptr;
+    QLabel* m_categories = nullptr;
+    // the role of each allocation stack of the document's snapshot (computed once per document)
+    const model::Snapshot* m_rolesOf = nullptr;
+    std::vector<model::StackRole> m_roles;
 };
 
 } // namespace memlens::views

@@ -3,6 +3,7 @@
 // bar to nvidia-smi's number, no document, and a real fixture.
 #include "DocumentFixture.h"
 #include "QtTestMain.h"
+#include "JobTrace.h"
 
 #include "breakdown/BreakdownBar.h"
 #include "breakdown/BreakdownView.h"
@@ -112,6 +113,26 @@ private slots:
         v.setProcessFigures(std::nullopt);
         QCOMPARE(v.rowTexts().size(), 5);
         QVERIFY(!v.noteText().isEmpty());
+    }
+
+    // A training loop written as a trace (tests/support/JobTrace.h) cut off inside one more
+    // forward pass: live at the end are its 3 parameters (1 MiB each, made under Module._apply),
+    // the optimizer's state (6 x 1 MiB, under torch/optim) and the cut iteration's input batch
+    // (2 MiB, train.py) and 4 activations (4 MiB each, under forward).
+    void liveTensorsByCategory() {
+        jobtrace::Job job;
+        job.cutLast = true;
+        auto loaded = LoadedSnapshot::fromSnapshot(synth::read(jobtrace::pickle(job)), "loop.pickle");
+        SnapshotDocument doc(loaded);
+        BreakdownView v;
+        v.setDocument(&doc);
+        doc.setCurrentEvent(doc.entryCount() - 1);
+        const QString text = plain(v.categoryText());
+        QVERIFY2(text.contains(QStringLiteral("Parameters 3 MiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Optimizer state 6 MiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Saved for backward 16 MiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Other 2 MiB")), qPrintable(text));
+        QVERIFY2(!text.contains(QStringLiteral("Gradients")), qPrintable(text));
     }
 
     void realFixture() {
