@@ -41,6 +41,24 @@ void TimelineBandsItem::setLayout(const TimelineLayout* layout, const Allocation
     m_lifetimes = lifetimes;
 }
 
+void TimelineBandsItem::setCategoryRoles(const std::vector<model::StackRole>* roles) {
+    if (roles == m_roles) return;
+    m_roles = roles;
+    std::fill(m_colors.begin(), m_colors.end(), 0);
+}
+
+QColor TimelineBandsItem::categoryColor(model::MemoryCategory c) {
+    switch (c) {
+    case model::MemoryCategory::Parameter: return QColor(0x4e, 0x79, 0xa7);
+    case model::MemoryCategory::Gradient: return QColor(0xe1, 0x57, 0x59);
+    case model::MemoryCategory::OptimizerState: return QColor(0xb0, 0x7a, 0xa1);
+    case model::MemoryCategory::SavedForBackward: return QColor(0x59, 0xa1, 0x4f);
+    case model::MemoryCategory::Input: return QColor(0xed, 0xc9, 0x48);
+    case model::MemoryCategory::Other: return QColor(0x80, 0x80, 0x80);  // grey: no palette colour
+    }
+    return QColor(0x80, 0x80, 0x80);
+}
+
 void TimelineBandsItem::setHighlightedStack(model::StackId stack) {
     if (stack == m_highlightStack) return;
     m_highlightStack = stack;
@@ -51,7 +69,13 @@ QRgb TimelineBandsItem::colorOf(uint32_t lifetime) {
     QRgb& c = m_colors[lifetime];
     if (c == 0) {
         const model::StackId stack = (*m_lifetimes)[lifetime].stack;
-        c = colorFor(stack, lifetime).rgba();
+        if (m_roles) {
+            const model::StackRole role = stack < m_roles->size() ? (*m_roles)[stack] : model::StackRole::Unknown;
+            const double shade = (hash32(lifetime ^ 0x9e3779b9U) % 5) * 0.06;
+            c = blend(categoryColor(model::categoryOfRole(role)).rgba(), 0xffffffff, shade);
+        } else {
+            c = colorFor(stack, lifetime).rgba();
+        }
         if (m_highlightStack != 0 && stack != m_highlightStack) c = blend(c, 0xffffffff, 0.6);
     }
     return c;

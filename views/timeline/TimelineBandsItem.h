@@ -1,6 +1,7 @@
 #pragma once
 // Paints a TimelineLayout's allocation bands into the plot: one raster column per pixel column,
 // so its cost is bounded by the plot's size, not by the number of allocations or entries.
+#include "memlens/model/MemoryCategory.h"
 #include "memlens/model/Snapshot.h"
 #include "core/TimelineLayout.h"
 
@@ -18,6 +19,10 @@ public:
     void setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes);
     // Bands of allocations from this stack are drawn in full colour and the others faded (0: none).
     void setHighlightedStack(model::StackId stack);
+    // Colours by memory category (the role of each allocation's stack, index = StackId) instead of
+    // by call site; null: by call site. The vector must stay alive until the next call.
+    void setCategoryRoles(const std::vector<model::StackRole>* roles);
+    static QColor categoryColor(model::MemoryCategory c);
     // The band under the mouse is drawn darker (-1: none).
     void setHoveredLifetime(int64_t lifetime) { m_hovered = lifetime; }
 
@@ -36,6 +41,7 @@ private:
     const TimelineLayout* m_layout = nullptr;
     const AllocationLifetimes* m_lifetimes = nullptr;
     model::StackId m_highlightStack = 0;
+    const std::vector<model::StackRole>* m_roles = nullptr;
     int64_t m_hovered = -1;
     // per lifetime, its colour as drawn now (0: not worked out yet); reset with the lifetimes or the highlight
     std::vector<QRgb> m_colors;

@@ -12,6 +12,7 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QCheckBox>
 #include <QLabel>
 #include <QMenu>
 #include <QSpinBox>
@@ -103,6 +104,11 @@ void TimelineView::buildToolbar(QWidget* bar) {
     m_zoomSelection->setToolTip(tr("Show only the selected range (drag on the timeline to select one)"));
     connect(m_zoomSelection, &QToolButton::clicked, this, &TimelineView::zoomToSelection);
     row->addWidget(m_zoomSelection);
+    m_categoryBox = new QCheckBox(tr("Colour by category"), bar);
+    m_categoryBox->setToolTip(tr("Parameters, gradients, optimizer state, saved for backward, inputs and other memory, "
+                                 "estimated from the stacks that allocated them"));
+    connect(m_categoryBox, &QCheckBox::toggled, this, &TimelineView::setColourByCategory);
+    row->addWidget(m_categoryBox);
     row->addStretch(1);
     m_legend = new QLabel(bar);
     m_legend->setTextFormat(Qt::RichText);
@@ -175,7 +181,36 @@ void TimelineView::setupPlot() {
     updateLegend();
 }
 
+void TimelineView::setColourByCategory(bool on) {
+    if (m_categoryBox->isChecked() != on) {
+        const QSignalBlocker block(m_categoryBox);
+        m_categoryBox->setChecked(on);
+    }
+    m_byCategory = on;
+    if (on && m_doc && m_rolesOf != &m_doc->snapshot()) {
+        m_roles = model::stackRoles(m_doc->snapshot());
+        m_rolesOf = &m_doc->snapshot();
+    }
+    m_bands->setCategoryRoles(on && m_doc ? &m_roles : nullptr);
+    updateLegend();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TimelineView::legendText() const { return m_legend->text(); }
+
 void TimelineView::updateLegend() {
+    if (m_byCategory) {
+        QString text = tr("<span style='color:%1'>&#9644;</span> live &nbsp; <span style='color:%2'>&#9644;</span> reserved &nbsp;")
+                           .arg(kLiveColor.name(), kReservedLine.name());
+        for (int c = 0; c < model::kMemoryCategoryCount; ++c) {
+            const auto cat = static_cast<model::MemoryCategory>(c);
+            text += QStringLiteral(" <span style='color:%1'>&#9632;</span> %2")
+                        .arg(TimelineBandsItem::categoryColor(cat).name(), QString::fromLatin1(model::memoryCategoryLabel(cat)).toLower());
+        }
+        text += tr(" (estimated)");
+        m_legend->setText(text);
+        return;
+    }
     QString text =
         tr("<span style='color:%1'>&#9644;</span> live &nbsp; <span style='color:%2'>&#9644;</span> reserved &nbsp; "
            "<span style='color:%3'>&#9632;</span>&#8202;<span style='color:%4'>&#9632;</span>&#8202;"
@@ -244,6 +279,7 @@ void TimelineView::setDocument(SnapshotDocument* doc) {
     if (m_doc == doc) return;
     if (m_doc) disconnect(m_doc, nullptr, this, nullptr);
     m_doc = doc;
+    m_rolesOf = nullptr;  // the roles are the new document's, worked out when it is drawn
     if (doc) {
         connect(doc, &SnapshotDocument::deviceChanged, this, [this] { rebuild(); });
         connect(doc, &SnapshotDocument::currentEventChanged, this, [this](int64_t i) {
@@ -294,6 +330,7 @@ void TimelineView::rebuild() {
         m_overlay->setCurrent(m_doc->currentEvent());
         m_overlay->setSelection(m_doc->selection());
         m_bands->setHighlightedStack(m_doc->selectedStack());
+        if (m_byCategory && m_rolesOf != &m_doc->snapshot()) setColourByCategory(true);
     } else {
         m_axis = EntryAxis::byIndex(0);
         m_livePyramid = SeriesPyramid();

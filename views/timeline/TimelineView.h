@@ -7,6 +7,7 @@
 // Mouse: hover shows the allocation under the cursor; click makes that entry current (and selects
 // the allocation); drag selects a range; wheel zooms; right or middle drag, or shift+wheel, pans;
 // a right click offers zoom to the selection, back and clear.
+#include "memlens/model/MemoryCategory.h"
 #include "memlens/model/ProcessSeries.h"
 #include "memlens/model/WhatIf.h"
 #include "core/EntryAxis.h"
@@ -26,6 +27,7 @@ class QCPRange;
 class QCustomPlot;
 class QLabel;
 class QMouseEvent;
+class QCheckBox;
 class QSpinBox;
 class QToolButton;
 class QWheelEvent;
@@ -56,6 +58,11 @@ public:
     // How many of the largest allocations get a band of their own.
     int largestCount() const { return m_largest; }
     void setLargestCount(int n);
+    // Allocations coloured by memory category (parameters, gradients, optimizer state, saved for
+    // backward, inputs, other; estimated from their stacks) instead of by call site.
+    void setColourByCategory(bool on);
+    bool coloursByCategory() const { return m_byCategory; }
+    QString legendText() const;
 
     // The visible x range (entries or microseconds since the first entry), clamped to the trace.
     void setXRange(double x0, double x1);
@@ -113,6 +120,10 @@ private:
     QPointer<SnapshotDocument> m_doc;
     QComboBox* m_xMode = nullptr;
     QSpinBox* m_largestBox = nullptr;
+    QCheckBox* m_categoryBox = nullptr;
+    bool m_byCategory = false;
+    std::vector<model::StackRole> m_roles;  // of the document's snapshot, while colouring by category
+    const model::Snapshot* m_rolesOf = nullptr;
     QToolButton* m_zoomSelection = nullptr;
     QLabel* m_legend = nullptr;
     PlaceholderPages* m_pages = nullptr;

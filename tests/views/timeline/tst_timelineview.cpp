@@ -57,6 +57,32 @@ private slots:
         QVERIFY(m_view->plot()->graph(0)->dataCount() <= 2 * plotWidth);
     }
 
+    // The small trace's allocations come from `linear` under model.py: no role a category names,
+    // so by category every band is "other", drawn grey (the call-site palette has no grey).
+    void coloursByCategory() {
+        auto greys = [this] {
+            const QImage img = m_view->plot()->toPixmap(800, 360).toImage();
+            int n = 0;
+            for (int y = 0; y < img.height(); ++y)
+                for (int x = 0; x < img.width(); ++x) {
+                    const QRgb c = img.pixel(x, y);
+                    if (qRed(c) == qGreen(c) && qGreen(c) == qBlue(c) && qRed(c) >= 0x80 && qRed(c) <= 0xa0) ++n;
+                }
+            return n;
+        };
+        const int before = greys();
+        m_view->setColourByCategory(true);
+        m_view->redraw();
+        QVERIFY(m_view->coloursByCategory());
+        QVERIFY(m_view->legendText().contains(QStringLiteral("parameters")));
+        QVERIFY(m_view->legendText().contains(QStringLiteral("saved for backward")));
+        const int after = greys();
+        QVERIFY2(after > before + 1000, qPrintable(QStringLiteral("%1 grey pixels before, %2 after").arg(before).arg(after)));
+        m_view->setColourByCategory(false);
+        m_view->redraw();
+        QCOMPARE(greys(), before);
+    }
+
     void hoverAndClickSelectAnAllocation() {
         // at entry 3 the stack is E (128 KiB), A (1 MiB), B, C: 600 KiB high is inside A
         const QPoint p = at(3.5, 600.0 * KiB);
