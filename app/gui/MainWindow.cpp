@@ -531,8 +531,12 @@ void MainWindow::updateSession() {
     if (session && session->file().live()) m_poll->start();
     else m_poll->stop();
     QDockWidget* breakdownDock = dock(QStringLiteral("breakdown"));
-    if (auto* breakdown = breakdownDock ? qobject_cast<views::BreakdownView*>(breakdownDock->widget()) : nullptr)
+    if (auto* breakdown = breakdownDock ? qobject_cast<views::BreakdownView*>(breakdownDock->widget()) : nullptr) {
         breakdown->setProcessFigures(session ? m_sessionPanel->processFigures() : std::nullopt);
+        // the agent's tags of the shown snapshot's storages: exact categories
+        const model::SessionSnapshot* shown = session ? session->shownSnapshot() : nullptr;
+        breakdown->setCategoryTags(shown ? model::categoryTags(shown->infoJson) : model::CategoryTags{});
+    }
 }
 
 std::optional<std::pair<int64_t, int64_t>> MainWindow::traceSpan(const views::SnapshotDocument* doc) {

@@ -1,5 +1,7 @@
 #include "memlens/model/MemoryCategory.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <string_view>
 
@@ -106,6 +108,44 @@ MemoryCategory categoryOfRole(StackRole role) {
     case StackRole::Unknown: return MemoryCategory::Other;
     }
     return MemoryCategory::Other;
+}
+
+CategoryTags categoryTags(const std::string& infoJson) {
+    CategoryTags out;
+    const nlohmann::json j = nlohmann::json::parse(infoJson, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return out;
+    const auto c = j.find("categories");
+    if (c == j.end() || !c->is_object()) return out;
+    for (int k = 0; k < kMemoryCategoryCount; ++k) {
+        const auto cat = static_cast<MemoryCategory>(k);
+        const auto list = c->find(memoryCategoryName(cat));
+        if (list == c->end() || !list->is_array()) continue;
+        for (const auto& e : *list)
+            if (e.is_array() && !e.empty() && e[0].is_number_unsigned()) out.emplace_back(e[0].get<uint64_t>(), cat);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first == b.first; }), out.end());
+    return out;
+}
+
+CategoryBytes categoriesAt(const DeviceState& state, const std::vector<StackRole>& roles, const CategoryTags& tags) {
+    if (tags.empty()) return categoriesAt(state, roles);
+    CategoryBytes out;
+    out.estimated = false;
+    for (const StateSegment& seg : state.segments)
+        for (const StateBlock& b : seg.blocks) {
+            if (b.kind == StateBlockKind::Free || b.kind == StateBlockKind::PendingFree) continue;
+            const uint64_t bytes = b.requestedSize ? std::min(b.requestedSize, b.size) : b.size;
+            auto it = std::lower_bound(tags.begin(), tags.end(), std::make_pair(b.address, MemoryCategory::Parameter));
+            if (it != tags.end() && it->first == b.address) {
+                out.bytes[static_cast<size_t>(it->second)] += bytes;
+                continue;
+            }
+            const StackRole role = b.stack < roles.size() ? roles[b.stack] : StackRole::Unknown;
+            out.bytes[static_cast<size_t>(categoryOfRole(role))] += bytes;
+            out.estimated = true;
+        }
+    return out;
 }
 
 CategoryBytes categoriesAt(const DeviceState& state, const std::vector<StackRole>& roles) {

@@ -1,7 +1,9 @@
 // The doctor's rules on a session (SessionDoctor.h).
 #include "memlens/model/SessionDoctor.h"
 
+#include "memlens/model/AllocatorState.h"
 #include "memlens/model/ByteFormat.h"
+#include "memlens/model/MemoryCategory.h"
 #include "memlens/model/GraphScans.h"
 #include "memlens/model/SnapshotReader.h"
 
@@ -354,6 +356,11 @@ DoctorReport diagnoseSession(const SessionFile& session, const std::atomic<bool>
     const std::string bytes = session.readSnapshot(snap->id);
     const Snapshot s = readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     DoctorReport report = diagnoseSession(session, &s, options);
+    // the agent tagged the storages of this snapshot: exact categories where it did
+    if (const CategoryTags tags = categoryTags(snap->infoJson); !tags.empty() && report.device >= 0) {
+        const StateHistory history(s, report.device);
+        report.summary.categories = categoriesAt(history.stateAfter(history.entries() - 1), stackRoles(s), tags);
+    }
     report.notes.insert(report.notes.begin(), "snapshot " + std::to_string(snap->id) + " (" + snap->trigger + ", iteration " +
                                                   std::to_string(snap->iteration) + ") diagnosed");
     // process figures: the NVML reading closest before the snapshot

@@ -6,6 +6,7 @@
 
 #include "memlens/model/AllocatorState.h"
 #include "memlens/model/IterationDiff.h"
+#include "memlens/model/MemoryCategory.h"
 #include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/StackDiff.h"
@@ -217,4 +218,34 @@ TEST(Doctor, ATightLoopOfOneAllocationIsNoIteration) {
     EXPECT_TRUE(iterationsFromPattern(snapshotOf(job), 0).iterations.empty());
     job.iterations = 2;
     EXPECT_EQ(iterationsFromPattern(snapshotOf(job), 0).iterations.size(), 2u);
+}
+
+TEST(Doctor, TheAgentsTagsMakeCategoriesExact) {
+    // JobTrace allocates upwards from kBase without reuse: the 3 parameters (1 MiB each), then
+    // iteration 1's batch (2 MiB), 4 activations (4 MiB each), the loss (512 B), 3 gradients
+    // (1 MiB each), and the optimizer's 6 state tensors (1 MiB each) from kBase + 24 MiB + 512.
+    // The agent tags the parameters, and (to be told apart from the estimate) the first state
+    // tensor as a gradient.
+    Job job;
+    const Snapshot s = snapshotOf(job);
+    const StateHistory h(s, 0);
+    const DeviceState st = h.stateAfter(h.entries() - 1);
+    const uint64_t base = jobtrace::kBase, state = base + 24 * MiB + 512;
+    auto pair = [](uint64_t a) { return "[" + std::to_string(a) + ", 1048576]"; };
+    const std::string info = "{\"categories\": {\"parameter\": [" + pair(base) + ", " + pair(base + MiB) + ", " + pair(base + 2 * MiB) +
+                             "], \"gradient\": [" + pair(state) + "]}}";
+    const CategoryTags tags = categoryTags(info);
+    ASSERT_EQ(tags.size(), 4u);
+    const CategoryBytes estimated = categoriesAt(st, stackRoles(s));
+    EXPECT_EQ(estimated[MemoryCategory::Parameter], 3 * MiB);
+    EXPECT_EQ(estimated[MemoryCategory::OptimizerState], 6 * MiB);
+    EXPECT_EQ(estimated[MemoryCategory::Gradient], 0u);
+    EXPECT_TRUE(estimated.estimated);
+    const CategoryBytes exact = categoriesAt(st, stackRoles(s), tags);
+    EXPECT_EQ(exact[MemoryCategory::Parameter], 3 * MiB);
+    EXPECT_EQ(exact[MemoryCategory::Gradient], 1 * MiB);
+    EXPECT_EQ(exact[MemoryCategory::OptimizerState], 5 * MiB);
+    EXPECT_TRUE(exact.estimated);  // five state tensors were not tagged
+    EXPECT_TRUE(categoryTags("not json").empty());
+    EXPECT_TRUE(categoryTags("{}").empty());
 }

@@ -101,6 +101,11 @@ void BreakdownView::setProcessFigures(const std::optional<model::ProcessFigures>
     refresh();
 }
 
+void BreakdownView::setCategoryTags(model::CategoryTags tags) {
+    m_tags = std::move(tags);
+    refresh();
+}
+
 QString BreakdownView::headlineText() const { return m_headline->text(); }
 QString BreakdownView::categoryText() const { return m_categories->text(); }
 QString BreakdownView::noteText() const { return m_note->isHidden() ? QString() : m_note->text(); }
@@ -192,16 +197,18 @@ void BreakdownView::refresh() {
         m_roles = model::stackRoles(m_doc->snapshot());
         m_rolesOf = &m_doc->snapshot();
     }
-    const model::CategoryBytes cats = model::categoriesAt(st, m_roles);
+    const model::CategoryBytes cats = model::categoriesAt(st, m_roles, m_tags);
     QStringList parts;
     for (int c = 0; c < model::kMemoryCategoryCount; ++c)
         if (cats.bytes[static_cast<size_t>(c)] > 0)
             parts << QStringLiteral("%1 <b>%2</b>")
                          .arg(QString::fromLatin1(model::memoryCategoryLabel(static_cast<model::MemoryCategory>(c))),
                               formatBytes(static_cast<double>(cats.bytes[static_cast<size_t>(c)])));
+    const QString how = !cats.estimated ? tr("tagged by the agent")
+                        : m_tags.empty() ? tr("estimated from the allocation stacks")
+                                         : tr("tagged by the agent where it could, the rest estimated from the stacks");
     m_categories->setText(parts.isEmpty() ? QString()
-                                          : tr("<b>Live tensors by category</b> (estimated from the allocation stacks): ") +
-                                                parts.join(QStringLiteral(" · ")));
+                                          : tr("<b>Live tensors by category</b> (%1): ").arg(how) + parts.join(QStringLiteral(" \u00b7 ")));
     m_categories->setVisible(!parts.isEmpty());
 
     QString note;

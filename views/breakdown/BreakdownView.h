@@ -29,6 +29,8 @@ public:
     SnapshotDocument* document() const { return m_doc; }
     // Figures measured of the process (a captured session); nullopt when none are known.
     void setProcessFigures(const std::optional<model::ProcessFigures>& figures);
+    // The agent's tags of the shown snapshot (a session's): categories exact where they apply.
+    void setCategoryTags(model::CategoryTags tags);
 
     const model::MemoryBreakdown& breakdown() const { return m_breakdown; }
     QString headlineText() const;
@@ -65,6 +67,7 @@ private:
     // the role of each allocation stack of the document's snapshot (computed once per document)
     const model::Snapshot* m_rolesOf = nullptr;
     std::vector<model::StackRole> m_roles;
+    model::CategoryTags m_tags;
 };
 
 } // namespace memlens::views

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace memlens::model {
@@ -40,5 +42,14 @@ struct CategoryBytes {
 };
 // Requested bytes of the live blocks of a state, by estimated category.
 CategoryBytes categoriesAt(const DeviceState& state, const std::vector<StackRole>& roles);
+
+// The agent's tags of a session snapshot: its info's "categories" ({"parameter": [[data_ptr,
+// bytes], ...], "gradient": ..., "optimizer_state": ..., "input": ...}), sorted by address.
+// Empty when the info has none (or is not JSON).
+using CategoryTags = std::vector<std::pair<uint64_t, MemoryCategory>>;
+CategoryTags categoryTags(const std::string& infoJson);
+// The same with the tags: a live block whose address the agent tagged is of that category
+// (exact); the others are estimated from their stacks (estimated is true when there are any).
+CategoryBytes categoriesAt(const DeviceState& state, const std::vector<StackRole>& roles, const CategoryTags& tags);
 
 } // namespace memlens::model
