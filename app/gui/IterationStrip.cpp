@@ -78,6 +78,14 @@ bool IterationStrip::hasSnapshot(int64_t index) const {
     return std::binary_search(m_withSnapshot.begin(), m_withSnapshot.end(), index);
 }
 
+void IterationStrip::setHighlighted(std::vector<int64_t> indices) {
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    if (indices == m_highlighted) return;
+    m_highlighted = std::move(indices);
+    update();
+}
+
 void IterationStrip::paintSegments(QPainter& p) const {
     const double w = segmentRect(0).width();
     // labels where they fit: every iteration, or every 2nd, 5th, 10th, 20th... one
@@ -96,6 +104,8 @@ void IterationStrip::paintSegments(QPainter& p) const {
             const double d = std::min(5.0, std::max(2.0, r.width() - 2));
             p.drawEllipse(QPointF(r.center().x(), r.bottom() - d / 2 - 1), d / 2, d / 2);
         }
+        if (std::binary_search(m_highlighted.begin(), m_highlighted.end(), it.index))
+            p.fillRect(QRectF(r.left(), r.top(), r.width(), 3), QColor(0xc6, 0x28, 0x28));
         if (it.index % static_cast<int64_t>(step) == 0) {
             p.setPen(Qt::white);
             const QRectF text(r.center().x() - labelWidth / 2, r.top(), labelWidth, r.height() - 5);

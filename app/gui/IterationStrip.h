@@ -20,6 +20,9 @@ public:
 
     void setIterations(std::vector<model::SessionIteration> iterations, std::vector<int64_t> withSnapshot);
     void setCurrent(int64_t index);
+    // Iterations to point out (a finding's): a red bar along their top edge. Empty: none.
+    void setHighlighted(std::vector<int64_t> indices);
+    const std::vector<int64_t>& highlighted() const { return m_highlighted; }
     int64_t current() const { return m_current; }
     int count() const { return static_cast<int>(m_iterations.size()); }
     int countOfPhase(const QString& phase) const;
@@ -46,6 +49,7 @@ private:
     std::vector<model::SessionIteration> m_iterations;
     std::vector<int64_t> m_withSnapshot;  // sorted iteration indices
     int64_t m_current = 0;
+    std::vector<int64_t> m_highlighted;  // sorted
 };
 
 } // namespace memlens::gui

@@ -15,6 +15,7 @@
 #include "blockmap/BlockMapView.h"
 #include "breakdown/BreakdownView.h"
 #include "common/ByteText.h"
+#include "document/GraphScansDocument.h"
 #include "document/SnapshotDocument.h"
 #include "document/SnapshotLoader.h"
 #include "timeline/TimelineView.h"
@@ -262,6 +263,23 @@ void MainWindow::connectWhatIf() {
 void MainWindow::connectFindings() {
     auto* findings = qobject_cast<views::FindingsView*>(dock(QStringLiteral("findings"))->widget());
     connect(findings, &views::FindingsView::reportChanged, this, &MainWindow::updateFindingsBanner);
+    // a finding's iterations on the session's strip, its retained graph in Graph
+    connect(findings, &views::FindingsView::findingSelected, this, [this](const model::Finding& f) {
+        views::SnapshotDocument* doc = currentDocument();
+        if (!doc || !SessionState::of(doc)) return;
+        m_sessionPanel->strip()->setHighlighted(f.iterations);
+        if (f.graphPattern.empty()) return;
+        views::GraphScansDocument* g = graphScansFor(doc);
+        if (!g || g->scanCount() == 0) return;
+        g->setCurrentScan(g->scanCount() - 1);
+        const model::GraphScanData* scan = g->currentScanData();
+        for (size_t i = 0; scan && i < scan->graphs.size(); ++i)
+            if (scan->graphs[i].pattern == f.graphPattern) {
+                g->selectGraph(static_cast<int>(i));
+                raiseView(QStringLiteral("graph"));
+                break;
+            }
+    });
     // "What if this were fixed?": the finding's fix replayed in the What-if dock
     auto* whatIf = qobject_cast<views::WhatIfView*>(dock(QStringLiteral("whatif"))->widget());
     connect(findings, &views::FindingsView::fixRequested, this, [this, whatIf](const model::FindingFix& fix) {

@@ -94,6 +94,7 @@ SessionPanel::SessionPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void SessionPanel::setSession(SessionState* session, int device, std::optional<std::pair<int64_t, int64_t>> traceSpan) {
+    if (session != m_session) m_strip->setHighlighted({});  // another session: no finding of it is selected
     m_session = session;
     m_device = device;
     m_traceSpan = traceSpan;

@@ -8,6 +8,7 @@
 #include "memlens/capture/RecorderClient.h"
 #include "memlens/capture/SessionSink.h"
 #include "memlens/capture/Watch.h"
+#include "memlens/capture/WatchModel.h"
 #include "memlens/model/SessionWriter.h"
 
 #include <torch/cuda.h>
@@ -357,6 +358,14 @@ void Session::step(std::string_view phase) {
         extra = I.cfg.agentExtra;
     }
     detail::scanAfterStep(*this, i, phase, extra);  // retained graphs of watch()ed roots (Watch.cpp)
+    detail::recordModelAfterStep(*this, i);          // the watched model's evidence (WatchModel.cpp)
+}
+
+void Session::forwardMarker(int64_t index, const json& data) {
+    Impl& I = *impl_;
+    std::lock_guard<std::mutex> lock(I.mu);
+    if (I.finished) return;
+    I.send({{"t", "marker"}, {"time_us", nowUs()}, {"iteration", index}, {"name", "forward"}, {"data", data}});
 }
 
 void Session::marker(std::string_view name, const json& data) {

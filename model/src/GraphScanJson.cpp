@@ -1,5 +1,7 @@
 #include "memlens/model/GraphScanJson.h"
 
+#include "JsonField.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -10,17 +12,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-template <class T>
-T get(const Json& j, const char* key, T fallback = T{}) {
-    if (!j.is_object()) return fallback;
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    try {
-        return it->get<T>();
-    } catch (const std::exception&) {
-        return fallback;
-    }
-}
+using json_field::get;
 
 std::vector<int64_t> shapeOf(const Json& j, const char* key) {
     std::vector<int64_t> out;

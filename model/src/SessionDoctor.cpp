@@ -7,6 +7,8 @@
 #include "memlens/model/GraphScans.h"
 #include "memlens/model/SnapshotReader.h"
 
+#include "JsonField.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,17 +21,7 @@ namespace memlens::model {
 namespace {
 
 using Json = nlohmann::json;
-
-template <class T> T get(const Json& j, const char* key, T fallback) {
-    if (!j.is_object()) return fallback;
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    try {
-        return it->get<T>();
-    } catch (const std::exception&) {
-        return fallback;
-    }
-}
+using json_field::get;
 
 Json parse(const std::string& text) {
     Json j = Json::parse(text, nullptr, false);
@@ -44,95 +36,80 @@ uint64_t peakOfForward(const std::vector<ForwardRecord>& fs) {
     return p;
 }
 
-void evalWithGrad(const std::vector<ForwardRecord>& fs, uint64_t peak, std::vector<Finding>& out) {
-    uint64_t count = 0, bytes = 0;
+// What the forward markers that show one mistake add up to.
+struct Tally {
+    uint64_t times = 0;   // markers that show it
+    uint64_t bytes = 0;   // the most one of them showed
+    uint64_t count = 0;   // the most tensors one of them showed
     int64_t since = 0;
-    std::set<int64_t> iterations;
-    std::string module, device;
-    for (const ForwardRecord& f : fs) {
-        if (f.training || !f.gradEnabled || f.inferenceMode || !f.outputRequiresGrad) continue;
-        if (!count) since = f.iteration, module = f.module, device = f.device;
-        ++count;
-        bytes = std::max(bytes, f.savedBytes);
-        iterations.insert(f.iteration);
+    std::string device, module;
+    std::vector<int64_t> iterations;
+    std::set<std::string> references;
+
+    void add(const ForwardRecord& f, uint64_t b, uint64_t c) {
+        if (!times) since = f.iteration, device = f.device, module = f.module;
+        ++times;
+        bytes = std::max(bytes, b);
+        count = std::max(count, c);
+        iterations.push_back(f.iteration);
     }
-    if (!count) return;
-    Finding x;
-    x.rule = rule::kEvalWithGrad;
-    x.device = device;
-    x.bytes = bytes;
-    x.count = count;
-    x.sinceIteration = since;
-    x.iterations.assign(iterations.begin(), iterations.end());
-    x.severity = severityFor(bytes, peak, false);
-    x.title = "Evaluation records autograd graphs: " + module + " ran in eval mode with gradients on, " + formatBytes(bytes) +
+    Finding finding(const char* ruleId, uint64_t peak) const {
+        Finding x;
+        x.rule = ruleId;
+        x.device = device;
+        x.bytes = bytes;
+        x.count = count;
+        x.sinceIteration = since;
+        x.iterations = iterations;
+        x.references.assign(references.begin(), references.end());
+        x.severity = severityFor(bytes, peak, false);
+        return x;
+    }
+};
+
+void evalWithGrad(const std::vector<ForwardRecord>& fs, uint64_t peak, std::vector<Finding>& out) {
+    Tally t;
+    for (const ForwardRecord& f : fs)
+        if (!f.training && f.gradEnabled && !f.inferenceMode && f.outputRequiresGrad) t.add(f, f.savedBytes, 0);
+    if (!t.times) return;
+    t.count = t.times;
+    Finding x = t.finding(rule::kEvalWithGrad, peak);
+    x.title = "Evaluation records autograd graphs: " + t.module + " ran in eval mode with gradients on, " + formatBytes(t.bytes) +
               " saved for a backward that never comes";
-    x.evidence = std::to_string(count) + " calls of " + module + " with training == False while grad mode was on (from iteration " +
-                 std::to_string(since) + "); each output required grad and its graph saved up to " + formatBytes(bytes) + " of activations.";
+    x.evidence = std::to_string(t.times) + " calls of " + t.module + " with training == False while grad mode was on (from iteration " +
+                 std::to_string(t.since) + "); each output required grad and its graph saved up to " + formatBytes(t.bytes) + " of activations.";
     x.fix = "Evaluate under `with torch.no_grad():` (or `with torch.inference_mode():`), after `model.eval()`.";
     out.push_back(std::move(x));
 }
 
 void gradsKept(const std::vector<ForwardRecord>& fs, uint64_t peak, std::vector<Finding>& out) {
-    uint64_t bytes = 0, count = 0, times = 0;
-    int64_t since = 0;
-    std::string device;
-    std::vector<int64_t> its;
-    for (const ForwardRecord& f : fs) {
-        if (!f.training || f.gradsCount == 0) continue;
-        if (!times) since = f.iteration, device = f.device;
-        ++times;
-        bytes = std::max(bytes, f.gradsBytes);
-        count = std::max(count, f.gradsCount);
-        its.push_back(f.iteration);
-    }
-    if (!times) return;
-    Finding x;
-    x.rule = rule::kGradsKept;
-    x.device = device;
-    x.bytes = bytes;
-    x.count = count;
-    x.sinceIteration = since;
-    x.iterations = its;
-    x.severity = severityFor(bytes, peak, false);
-    x.title = "Gradients stay allocated between steps: " + std::to_string(count) + " parameters keep " + formatBytes(bytes) +
+    Tally t;
+    for (const ForwardRecord& f : fs)
+        if (f.training && f.gradsCount > 0) t.add(f, f.gradsBytes, f.gradsCount);
+    if (!t.times) return;
+    Finding x = t.finding(rule::kGradsKept, peak);
+    x.title = "Gradients stay allocated between steps: " + std::to_string(t.count) + " parameters keep " + formatBytes(t.bytes) +
               " of .grad through every forward pass";
-    x.evidence = "At the start of " + std::to_string(times) + " training forward passes (from iteration " + std::to_string(since) + "), " +
-                 std::to_string(count) + " parameters still had a .grad (" + formatBytes(bytes) + "): gradients are zeroed in place, not freed.";
+    x.evidence = "At the start of " + std::to_string(t.times) + " training forward passes (from iteration " + std::to_string(t.since) + "), " +
+                 std::to_string(t.count) + " parameters still had a .grad (" + formatBytes(t.bytes) + "): gradients are zeroed in place, not freed.";
     x.fix = "`optimizer.zero_grad(set_to_none=True)` (the default from torch 2.0) instead of `set_to_none=False` or `p.grad.zero_()`.";
     out.push_back(std::move(x));
 }
 
 void previousBatch(const std::vector<ForwardRecord>& fs, uint64_t peak, std::vector<Finding>& out) {
-    uint64_t bytes = 0, count = 0, times = 0;
-    int64_t since = 0;
-    std::string device;
-    std::set<std::string> refs;
-    std::vector<int64_t> its;
-    for (const ForwardRecord& f : fs) {
-        if (f.previousCount == 0) continue;
-        if (!times) since = f.iteration, device = f.device;
-        ++times;
-        bytes = std::max(bytes, f.previousBytes);
-        count = std::max(count, f.previousCount);
-        refs.insert(f.previousReferences.begin(), f.previousReferences.end());
-        its.push_back(f.iteration);
-    }
-    if (!times) return;
-    Finding x;
-    x.rule = rule::kPreviousBatch;
-    x.device = device;
-    x.bytes = bytes;
-    x.count = count;
-    x.sinceIteration = since;
-    x.iterations = its;
-    x.references.assign(refs.begin(), refs.end());
-    x.severity = severityFor(bytes, peak, false);
-    const std::string who = refs.empty() ? std::string("a reference") : "`" + *refs.begin() + "`";
-    x.title = who + " keeps the previous batch alive into the next iteration: the peak holds two (" + formatBytes(bytes) + " more)";
-    x.evidence = "At " + std::to_string(times) + " forward passes (from iteration " + std::to_string(since) + "), " + std::to_string(count) +
-                 " input tensors of the previous iteration (" + formatBytes(bytes) + ") were still alive" +
-                 (refs.empty() ? std::string(".") : ", held by " + *refs.begin() + ".");
+    Tally t;
+    for (const ForwardRecord& f : fs)
+        if (f.previousCount > 0) {
+            t.add(f, f.previousBytes, f.previousCount);
+            t.references.insert(f.previousReferences.begin(), f.previousReferences.end());
+        }
+    if (!t.times) return;
+    Finding x = t.finding(rule::kPreviousBatch, peak);
+    const std::string who = t.references.empty() ? std::string("a reference") : "`" + *t.references.begin() + "`";
+    x.title = who + " keeps the previous batch alive into the next iteration: the peak holds two (" + formatBytes(t.bytes) + " more)";
+    x.evidence = "At " + std::to_string(t.times) + " forward passes (from iteration " + std::to_string(t.since) + "), " + std::to_string(t.count) +
+                 " input tensors of the previous iteration (" + formatBytes(t.bytes) + ") were still alive" +
+                 (t.references.empty() ? std::string(".") : ", held by " + *t.references.begin() + ".");
     x.fix = "Drop the reference before the next batch loads (`del batch, outputs` at the end of the step); do not keep `prev = x`.";
     out.push_back(std::move(x));
 }

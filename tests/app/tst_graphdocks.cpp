@@ -6,6 +6,10 @@
 #include "QtTestMain.h"
 #include "SessionLoader.h"
 #include "ViewCatalog.h"
+#include "IterationStrip.h"
+#include "SessionPanel.h"
+
+#include "document/JobTracker.h"
 
 #include "memlens/model/SessionWriter.h"
 #include "document/GraphScansDocument.h"
@@ -148,6 +152,28 @@ private slots:
         QVERIFY(!w.dock(QStringLiteral("graphs"))->isVisible());
         QVERIFY(!w.dock(QStringLiteral("graph"))->isVisible());
         QVERIFY(w.dock(QStringLiteral("timeline"))->isVisible());
+    }
+
+    // The doctor on that session: validate.outs[*] keeps one more graph per eval iteration (the
+    // scans hold 1, then 2): a graph-kept finding, named in the banner; selecting it selects a
+    // graph of that group in Graph and points out its iterations on the strip.
+    void aKeptGraphFindingSelectsItsGraph() {
+        QTemporaryDir dir;
+        const QString path = writeSession(dir.filePath(QStringLiteral("s.memlens")), true);
+        gui::MainWindow w(false);
+        w.show();
+        QSignalSpy opened(&w, &gui::MainWindow::documentOpened);
+        w.openFiles({path});
+        QVERIFY(opened.wait(60000));
+        QVERIFY(views::JobTracker::waitForAllIdle(60000));
+        QVERIFY2(w.findingsBannerText().contains(QStringLiteral("validate.outs[*]")), qPrintable(w.findingsBannerText()));
+        w.selectFinding(0);
+        views::GraphScansDocument* g = gui::graphScansFor(w.currentDocument());
+        QVERIFY(g);
+        QCOMPARE(g->currentScan(), g->scanCount() - 1);
+        QVERIFY(g->selectedGraphData());
+        QCOMPARE(QString::fromStdString(g->selectedGraphData()->pattern), QStringLiteral("validate.outs[*]"));
+        QVERIFY(!w.sessionPanel()->strip()->highlighted().empty());
     }
 };
 

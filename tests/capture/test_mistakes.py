@@ -433,6 +433,31 @@ print(json.dumps({"got": {k: sorted(v) for k, v in c.items()}, "want": want,
     check(len(ptrs) == len(set(ptrs)), "no storage in two categories")
 
 
+def case_cxx_grads_kept():
+    """The C++ mistake: LibTorch's Optimizer::zero_grad() zeroes gradients in place; the twin sets
+    them to None (Module::zero_grad(true)). memlens::capture::watchModel records, at every step,
+    the gradients that were not freed since the previous one."""
+    if not A.cxx_mistake:
+        print("no --cxx-mistake (the C++ capture library is not built): skipped")
+        return SKIP
+    params = mlp_params(1024, 1024, 1024, 10)   # 8,437,800
+    sessions = []
+    for fixed in (False, True):
+        out = os.path.join(TMP, "cxx-grads-kept%s.memlens" % ("-fixed" if fixed else ""))
+        argv = [A.cli, "record", "-o", out, "--quiet", "--", A.cxx_mistake] + (["--fixed"] if fixed else [])
+        p = subprocess.run(argv, capture_output=True, timeout=180, env=env(), cwd=TMP)
+        check(p.returncode == 0, "record %s: exit %d %s" % (os.path.basename(out), p.returncode, p.stderr.decode(errors="replace")[-300:]))
+        sessions.append(Session(out))
+    bad, good = sessions
+    f = bad.forwards()
+    check(sorted(f) == list(range(1, 13)), "mistake: a forward marker per step (%s)" % sorted(f))
+    check(all(d["params"] == {"count": 6, "bytes": params} for d in f.values()), "mistake: params 6 tensors, %d bytes" % params)
+    check(f[1]["grads"]["count"] == 0 and all(f[i]["grads"] == {"count": 6, "bytes": params} for i in range(2, 13)),
+          "mistake: from step 2 the same 6 gradients (%d bytes) were kept" % params)
+    check(all(d["grads"]["count"] == 0 for d in good.forwards().values()), "fixed: gradients freed between steps")
+    doctor(bad, good, "grads-kept", params)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
@@ -444,6 +469,7 @@ def main():
     ap.add_argument("--case", required=True, choices=sorted(CASES))
     ap.add_argument("--agent-dir", default=os.path.join(ROOT, "capture", "python"))
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the examples run")
+    ap.add_argument("--cxx-mistake", default="", help="memlens-mistake-grads-kept (case cxx_grads_kept)")
     A = ap.parse_args()
     DEVICE = "cuda:0" if A.device == "cuda" else A.device
     A.agent_dir = os.path.abspath(A.agent_dir)

@@ -226,6 +226,7 @@ void FindingsView::selectFinding(int row) {
     const model::FindingFix fix = model::fixOf(m_report->findings[static_cast<size_t>(row)]);
     m_whatIf->setEnabled(fix.possible);
     m_whatIf->setToolTip(fix.possible ? tr("Replay the trace with %1").arg(qs(fix.asked)) : qs(fix.why));
+    emit findingSelected(m_report->findings[static_cast<size_t>(row)]);
     if (!m_doc) return;
     const model::Finding& f = m_report->findings[static_cast<size_t>(row)];
     // its evidence, everywhere: the blocks, the range of entries, the stack

@@ -55,6 +55,8 @@ public:
 signals:
     // A report arrived (or the document went away): the banner's text may have changed.
     void reportChanged();
+    // A finding was selected (the window points out its graph and its iterations).
+    void findingSelected(const model::Finding& finding);
     // "What if this were fixed?" on the selected finding (the window runs it in What-if).
     void fixRequested(const model::FindingFix& fix);
 

@@ -59,6 +59,8 @@ public:
     bool snapshot(std::string_view trigger = "request");
     // A retained-graph scan result (any JSON value).
     void graphScan(const nlohmann::json& scan, bool partial = false, std::string_view phase = {});
+    // A `forward` marker (the doctor's evidence) for iteration INDEX (WatchModel.h makes them).
+    void forwardMarker(int64_t index, const nlohmann::json& data);
     // Takes the exit snapshot, sends or writes everything, and closes. Idempotent.
     void finish();
 
