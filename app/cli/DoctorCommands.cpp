@@ -219,6 +219,10 @@ Json groupJson(const Snapshot& s, const SurvivorGroup& g) {
                 {"frames", framesJson(framesOf(s, g.stack))}};
 }
 
+int sessionSnapshotDiff(const CliArgs& a, const std::string& file, const SessionFile& session, std::pair<int64_t, int64_t> ids, int device);
+
+// diff FILE --from N --to M: what iterations N..M left alive at the end of M, from the trace (a
+// session: the trace of its diagnosed snapshot, else its snapshots of N and M compared).
 int iterationDiff(const CliArgs& a, const std::string& file) {
     const int64_t from = iterationNumberArg(a, "from"), to = iterationNumberArg(a, "to");
     if (from > to) throw UsageError("--from must not be after --to");
@@ -228,6 +232,13 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
     const DeviceData* dd = o.snapshot.device(device);
     if (!dd) throw ParseError(ParseError::kNoOffset, "device_traces", "the snapshot has no device with a trace");
     const IterationSplit split = o.iterations ? iterationsFromTimes(o.snapshot, device, *o.iterations) : splitIterations(o.snapshot, device);
+    // a session whose trace does not reach back to FROM: its snapshots of the two iterations
+    if (o.session) {
+        bool covered = false, coveredTo = false;
+        for (const Iteration& it : split.iterations) covered |= it.number == from, coveredTo |= it.number == to;
+        if (!(covered && coveredTo))
+            if (const auto ids = snapshotsOfIterations(*o.session, from, to)) return sessionSnapshotDiff(a, file, *o.session, *ids, device);
+    }
     if (split.iterations.empty()) throw ParseError(ParseError::kNoOffset, "device_traces", "no iterations found in the trace (no annotations, no repeating pattern)");
     auto indexOf = [&](int64_t number, const char* name) {
         for (size_t k = 0; k < split.iterations.size(); ++k)
@@ -270,6 +281,61 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
     return 0;
 }
 
+// Live bytes by stack of B's final state against A's, as JSON or a table.
+int printStackDiff(const CliArgs& a, const std::string& nameA, const Snapshot& sa0, const std::string& nameB, const Snapshot& sb0, int device) {
+    if (device < 0 || !sa0.device(device) || !sb0.device(device))
+        throw std::runtime_error(nameB + ": no device " + std::to_string(device) + " to compare with");
+    const StateHistory ha(sa0, device), hb(sb0, device);
+    const DeviceState sa = ha.stateAfter(ha.entries() - 1), sb = hb.stateAfter(hb.entries() - 1);
+    const auto deltas = diffLiveByStack(sa0, sa, sb0, sb);
+    uint64_t liveA = 0, liveB = 0;
+    for (const StackDelta& d : deltas) liveA += d.bytesA, liveB += d.bytesB;
+    if (a.has("json")) {
+        Json stacks = Json::array();
+        for (const StackDelta& d : deltas) {
+            if (d.change == StackDelta::Change::Same) continue;
+            const Snapshot& s = d.inB ? sb0 : sa0;
+            const StackId st = d.inB ? d.stackB : d.stackA;
+            const std::string where = whereOf(s, st);
+            stacks.push_back({{"change", stackChangeName(d.change)},
+                              {"where", where.empty() ? Json(nullptr) : Json(where)},
+                              {"bytes_a", d.bytesA},
+                              {"bytes_b", d.bytesB},
+                              {"delta", d.delta()},
+                              {"count_a", d.countA},
+                              {"count_b", d.countB},
+                              {"frames", framesJson(framesOf(s, st))}});
+        }
+        printJson(Json{{"a", nameA}, {"b", nameB}, {"device", "cuda:" + std::to_string(device)}, {"live_a", liveA}, {"live_b", liveB},
+                       {"delta", static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)}, {"stacks", std::move(stacks)}});
+        return 0;
+    }
+    std::cout << nameA << " -> " << nameB << " (cuda:" << device << "): live " << formatBytes(liveA) << " -> " << formatBytes(liveB) << " ("
+              << formatSignedBytes(static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)) << ")\n";
+    size_t shown = 0;
+    for (const StackDelta& d : deltas) {
+        if (d.change == StackDelta::Change::Same || shown++ >= 50) continue;
+        const Snapshot& s = d.inB ? sb0 : sa0;
+        const std::string where = whereOf(s, d.inB ? d.stackB : d.stackA);
+        char line[160];
+        std::snprintf(line, sizeof line, "  %-8s  %10s  %10s -> %-10s  ", stackChangeName(d.change), formatSignedBytes(d.delta()).c_str(),
+                      formatBytes(d.bytesA).c_str(), formatBytes(d.bytesB).c_str());
+        std::cout << line << (where.empty() ? "(no stack)" : where) << "\n";
+    }
+    return 0;
+}
+
+Snapshot sessionSnapshot(const SessionFile& session, int64_t id) {
+    const std::string bytes = session.readSnapshot(id);
+    return readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+// diff SESSION --from N --to M where the trace does not cover N: the session's snapshots of N and M.
+int sessionSnapshotDiff(const CliArgs& a, const std::string& file, const SessionFile& session, std::pair<int64_t, int64_t> ids, int device) {
+    const Snapshot sa = sessionSnapshot(session, ids.first), sb = sessionSnapshot(session, ids.second);
+    return printStackDiff(a, file + "#snapshot" + std::to_string(ids.first), sa, file + "#snapshot" + std::to_string(ids.second), sb, device);
+}
+
 int fileDiff(const CliArgs& a, const std::string& fileA, const std::string& fileB) {
     Opened oa = open(fileA);
     if (!oa.hasSnapshot) throw SessionError("no allocator snapshot in the session");
@@ -283,46 +349,7 @@ int fileDiff(const CliArgs& a, const std::string& fileA, const std::string& file
     }
     if (!ob.hasSnapshot) throw std::runtime_error(fileB + ": no allocator snapshot in the session");
     const int device = a.has("device") ? checkDevice(oa.snapshot, a.integer("device")) : doctorDevice(oa.snapshot);
-    if (device < 0 || !ob.snapshot.device(device))
-        throw std::runtime_error(fileB + ": no device " + std::to_string(device) + " to compare with");
-    const StateHistory ha(oa.snapshot, device), hb(ob.snapshot, device);
-    const DeviceState sa = ha.stateAfter(ha.entries() - 1), sb = hb.stateAfter(hb.entries() - 1);
-    const auto deltas = diffLiveByStack(oa.snapshot, sa, ob.snapshot, sb);
-    uint64_t liveA = 0, liveB = 0;
-    for (const StackDelta& d : deltas) liveA += d.bytesA, liveB += d.bytesB;
-    if (a.has("json")) {
-        Json stacks = Json::array();
-        for (const StackDelta& d : deltas) {
-            if (d.change == StackDelta::Change::Same) continue;
-            const Snapshot& s = d.inB ? ob.snapshot : oa.snapshot;
-            const StackId st = d.inB ? d.stackB : d.stackA;
-            const std::string where = whereOf(s, st);
-            stacks.push_back({{"change", stackChangeName(d.change)},
-                              {"where", where.empty() ? Json(nullptr) : Json(where)},
-                              {"bytes_a", d.bytesA},
-                              {"bytes_b", d.bytesB},
-                              {"delta", d.delta()},
-                              {"count_a", d.countA},
-                              {"count_b", d.countB},
-                              {"frames", framesJson(framesOf(s, st))}});
-        }
-        printJson(Json{{"a", fileA}, {"b", fileB}, {"device", "cuda:" + std::to_string(device)}, {"live_a", liveA}, {"live_b", liveB},
-                       {"delta", static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)}, {"stacks", std::move(stacks)}});
-        return 0;
-    }
-    std::cout << fileA << " -> " << fileB << " (cuda:" << device << "): live " << formatBytes(liveA) << " -> " << formatBytes(liveB) << " ("
-              << formatSignedBytes(static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)) << ")\n";
-    size_t shown = 0;
-    for (const StackDelta& d : deltas) {
-        if (d.change == StackDelta::Change::Same || shown++ >= 50) continue;
-        const Snapshot& s = d.inB ? ob.snapshot : oa.snapshot;
-        const std::string where = whereOf(s, d.inB ? d.stackB : d.stackA);
-        char line[160];
-        std::snprintf(line, sizeof line, "  %-8s  %10s  %10s -> %-10s  ", stackChangeName(d.change), formatSignedBytes(d.delta()).c_str(),
-                      formatBytes(d.bytesA).c_str(), formatBytes(d.bytesB).c_str());
-        std::cout << line << (where.empty() ? "(no stack)" : where) << "\n";
-    }
-    return 0;
+    return printStackDiff(a, fileA, oa.snapshot, fileB, ob.snapshot, device);
 }
 
 } // namespace

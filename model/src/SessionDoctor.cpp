@@ -312,6 +312,16 @@ std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers) {
     return out;
 }
 
+std::optional<std::pair<int64_t, int64_t>> snapshotsOfIterations(const SessionFile& session, int64_t from, int64_t to) {
+    int64_t a = 0, b = 0;
+    for (const SessionSnapshot& s : session.snapshots()) {
+        if (s.iteration == from) a = s.id;
+        if (s.iteration == to) b = s.id;
+    }
+    if (!a || !b) return std::nullopt;
+    return std::make_pair(a, b);
+}
+
 std::vector<Finding> sessionFindings(const SessionFile& session) {
     std::vector<Finding> out;
     const auto forwards = forwardRecords(session.markers());

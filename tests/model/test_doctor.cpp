@@ -7,6 +7,8 @@
 #include "memlens/model/AllocatorState.h"
 #include "memlens/model/IterationDiff.h"
 #include "memlens/model/MemoryCategory.h"
+#include "memlens/model/SessionDoctor.h"
+#include "memlens/model/SessionWriter.h"
 #include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/StackDiff.h"
@@ -14,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+
+#include <unistd.h>
 
 using namespace memlens::model;
 using jobtrace::Job;
@@ -248,4 +252,37 @@ TEST(Doctor, TheAgentsTagsMakeCategoriesExact) {
     EXPECT_TRUE(exact.estimated);  // five state tensors were not tagged
     EXPECT_TRUE(categoryTags("not json").empty());
     EXPECT_TRUE(categoryTags("{}").empty());
+}
+
+TEST(Doctor, TwoSnapshotsOfASessionAreDiffedByStack) {
+    // a session with a snapshot at iteration 4 and one at iteration 9 of the leaking loop (its
+    // kept graph: 3 + 5 MiB per iteration): between them 5 more of each
+    const std::string path = (std::filesystem::temp_directory_path() / ("memlens-doctor-" + std::to_string(::getpid()) + ".memlens")).string();
+    std::filesystem::remove(path);
+    Job a, b;
+    a.graphKept = b.graphKept = {3 * MiB, 5 * MiB};
+    a.iterations = 4;
+    b.iterations = 9;
+    {
+        SessionWriter w(path, "test_doctor");
+        for (int i = 1; i <= 9; ++i) w.addIteration({i, "train", 1000 * i, 1000 * i + 900});
+        w.addSnapshot({0, 4, trigger::kIteration, 4950, 0, 0, "{}"}, jobtrace::pickle(a));
+        w.addSnapshot({0, 9, trigger::kIteration, 9950, 0, 0, "{}"}, jobtrace::pickle(b));
+        w.finish(sessionNowUs());
+    }
+    const SessionFile f(path);
+    const auto ids = snapshotsOfIterations(f, 4, 9);
+    ASSERT_TRUE(ids);
+    EXPECT_FALSE(snapshotsOfIterations(f, 3, 9));
+    auto read = [&](int64_t id) {
+        const std::string bytes = f.readSnapshot(id);
+        return readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    };
+    const Snapshot sa = read(ids->first), sb = read(ids->second);
+    const StateHistory ha(sa, 0), hb(sb, 0);
+    const auto d = diffLiveByStack(sa, ha.stateAfter(ha.entries() - 1), sb, hb.stateAfter(hb.entries() - 1));
+    ASSERT_GE(d.size(), 2u);
+    EXPECT_EQ(d[0].delta(), static_cast<int64_t>(5 * 5 * MiB));
+    EXPECT_EQ(d[1].delta(), static_cast<int64_t>(5 * 3 * MiB));
+    std::filesystem::remove(path);
 }

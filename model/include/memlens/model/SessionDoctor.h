@@ -6,6 +6,9 @@
 #include "memlens/model/SessionFile.h"
 #include "memlens/model/SnapshotDoctor.h"
 
+#include <optional>
+#include <utility>
+
 namespace memlens::model {
 
 // One `forward` marker: the top-level module's call, once per iteration.
@@ -40,6 +43,10 @@ struct KeptRecord {
 
 std::vector<ForwardRecord> forwardRecords(const std::vector<SessionMarker>& markers);
 std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers);
+
+// The session's snapshots taken in (or at the end of) iterations FROM and TO: the last of each,
+// by id; nullopt when either iteration has none. For the diff between two snapshots of a session.
+std::optional<std::pair<int64_t, int64_t>> snapshotsOfIterations(const SessionFile& session, int64_t from, int64_t to);
 
 // The rules that need the agent's records; the snapshot given (may be null) is the one the
 // snapshot rules ran on, for the summary.
