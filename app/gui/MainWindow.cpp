@@ -21,6 +21,7 @@
 #include "timeline/TimelineView.h"
 #include "whatif/WhatIfView.h"
 #include "findings/FindingsView.h"
+#include "iterdiff/IterationDiffView.h"
 
 #include <QAction>
 #include <QApplication>
@@ -506,6 +507,9 @@ views::SnapshotDocument* MainWindow::currentDocument() const {
 void MainWindow::showDocument(int) {
     views::SnapshotDocument* doc = currentDocument();
     for (Dock& d : m_docks) d.view.setDocument(doc);
+    // the Iteration diff can compare the current file with any other open one
+    if (auto* diff = qobject_cast<views::IterationDiffView*>(dock(QStringLiteral("iterdiff"))->widget()))
+        diff->setOtherDocuments(m_documents);
     m_nav->setDocument(doc);
     for (views::SnapshotDocument* other : std::as_const(m_documents)) disconnect(other, nullptr, this, nullptr);
     if (doc) {

@@ -6,9 +6,11 @@
 
 #include "memlens/model/Finding.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPointer>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -54,7 +56,7 @@ IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(
     row->addWidget(m_from);
     row->addWidget(new QLabel(tr("to"), this));
     row->addWidget(m_to);
-    row->addWidget(new QLabel(tr("and still alive at the end of the last"), this));
+    row->addWidget(new QLabel(tr("alive at its end"), this));
     m_compare = new QPushButton(tr("Compare"), this);
     m_fromSelection = new QPushButton(tr("From the selection"), this);
     m_fromSelection->setToolTip(tr("The iterations that the timeline's selected range covers"));
@@ -62,6 +64,18 @@ IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(
     row->addWidget(m_fromSelection);
     row->addStretch(1);
     v->addLayout(row);
+    // a second row, so that the dock stays narrow
+    auto* files = new QHBoxLayout;
+    files->addWidget(new QLabel(tr("Or this file's live memory against"), this));
+    m_otherFiles = new QComboBox(this);
+    m_otherFiles->setObjectName(QStringLiteral("otherFiles"));
+    m_otherFiles->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_otherFiles->setMinimumContentsLength(16);
+    files->addWidget(m_otherFiles);
+    m_compareFiles = new QPushButton(tr("Compare files"), this);
+    files->addWidget(m_compareFiles);
+    files->addStretch(1);
+    v->addLayout(files);
     m_status = new QLabel(tr("Open a snapshot with iterations."), this);
     m_status->setWordWrap(true);
     v->addWidget(m_status);
@@ -76,6 +90,10 @@ IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(
     v->addWidget(m_table, 1);
     connect(m_compare, &QPushButton::clicked, this, [this] { compare(m_from->value(), m_to->value()); });
     connect(m_fromSelection, &QPushButton::clicked, this, &IterationDiffView::compareSelection);
+    connect(m_compareFiles, &QPushButton::clicked, this, [this] {
+        const int i = m_otherFiles->currentIndex();
+        if (i >= 0 && i < m_others.size()) compareWith(m_others[i].data());
+    });
     connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
         const auto rows = m_table->selectionModel()->selectedRows();
         if (!rows.isEmpty()) selectRow(rows.front().row());
@@ -91,8 +109,13 @@ void IterationDiffView::setDocument(SnapshotDocument* doc) {
     m_split = {};
     m_lives.reset();
     m_result.reset();
+    m_fileDiff.reset();
     m_table->setRowCount(0);
     m_compare->setEnabled(false);
+    QList<SnapshotDocument*> others;
+    for (const auto& d : m_others)
+        if (d) others << d.data();
+    setOtherDocuments(others);
     m_fromSelection->setEnabled(false);
     if (!doc) {
         m_jobs->cancel();
@@ -179,6 +202,81 @@ bool IterationDiffView::compare(int64_t from, int64_t to) {
     return true;
 }
 
+void IterationDiffView::setOtherDocuments(QList<SnapshotDocument*> others) {
+    m_others.clear();
+    m_otherFiles->clear();
+    for (SnapshotDocument* d : others)
+        if (d && d != m_doc) {
+            m_others << d;
+            m_otherFiles->addItem(d->fileName());
+        }
+    m_otherFiles->setEnabled(!m_others.isEmpty() && m_doc);
+    m_compareFiles->setEnabled(!m_others.isEmpty() && m_doc);
+}
+
+bool IterationDiffView::compareWith(SnapshotDocument* other) {
+    if (!m_doc || !other || other == m_doc) return false;
+    const int device = m_doc->device();
+    auto a = m_doc->sharedLoaded(), b = other->sharedLoaded();
+    if (!a->snapshot->device(device) || !b->snapshot->device(device)) {
+        m_status->setText(tr("%1 has no device %2 to compare with.").arg(other->fileName()).arg(device));
+        return false;
+    }
+    m_status->setText(tr("Comparing the files\u2026"));
+    QPointer<SnapshotDocument> target(other);
+    JobHandlers<std::shared_ptr<const std::vector<model::StackDelta>>> h;
+    h.done = [this, target](quint64, std::shared_ptr<const std::vector<model::StackDelta>> d) { showFileDiff(std::move(d), target.data()); };
+    h.failed = [this](quint64, const QString& message) {
+        m_status->setText(message);
+        emit finished();
+    };
+    h.cancelled = [](quint64) {};
+    m_jobs->start<std::shared_ptr<const std::vector<model::StackDelta>>>(
+        [a, b, device](const JobControl&) {
+            const model::StateHistory ha(*a->snapshot, device), hb(*b->snapshot, device);
+            return std::make_shared<const std::vector<model::StackDelta>>(model::diffLiveByStack(
+                *a->snapshot, ha.stateAfter(ha.entries() - 1), *b->snapshot, hb.stateAfter(hb.entries() - 1)));
+        },
+        std::move(h), JobText{QString(), QStringLiteral("compare the files")});
+    return true;
+}
+
+void IterationDiffView::showFileDiff(std::shared_ptr<const std::vector<model::StackDelta>> deltas, SnapshotDocument* other) {
+    m_fileDiff = std::move(deltas);
+    m_result.reset();
+    int64_t a = 0, b = 0;
+    int changed = 0;
+    for (const model::StackDelta& d : *m_fileDiff) {
+        a += static_cast<int64_t>(d.bytesA), b += static_cast<int64_t>(d.bytesB);
+        changed += d.change != model::StackDelta::Change::Same;
+    }
+    m_status->setText(tr("%1 against %2: live %3 \u2192 %4 (%5); %6 stacks changed.")
+                          .arg(other ? other->fileName() : tr("the other file"), m_doc->fileName(), formatBytes(static_cast<double>(a)),
+                               formatBytes(static_cast<double>(b)), (b >= a ? QStringLiteral("+") : QString()) + formatBytes(static_cast<double>(b - a)))
+                          .arg(changed));
+    m_table->setSortingEnabled(false);
+    m_table->setHorizontalHeaderLabels({tr("Change"), tr("Here"), tr("There"), tr("Difference"), tr("Allocated at")});
+    m_table->setRowCount(changed);
+    int r = 0;
+    for (size_t i = 0; i < m_fileDiff->size(); ++i) {
+        const model::StackDelta& d = (*m_fileDiff)[i];
+        if (d.change == model::StackDelta::Change::Same) continue;
+        auto* change = new QTableWidgetItem(QString::fromLatin1(model::stackChangeName(d.change)));
+        change->setData(Qt::UserRole + 1, static_cast<int>(i));
+        m_table->setItem(r, 0, change);
+        m_table->setItem(r, 1, new NumberItem(formatBytes(static_cast<double>(d.bytesA)), static_cast<double>(d.bytesA)));
+        m_table->setItem(r, 2, new NumberItem(formatBytes(static_cast<double>(d.bytesB)), static_cast<double>(d.bytesB)));
+        m_table->setItem(r, 3, new NumberItem((d.delta() >= 0 ? QStringLiteral("+") : QString()) + formatBytes(static_cast<double>(d.delta())),
+                                              static_cast<double>(d.delta())));
+        const std::string where = d.inA ? model::whereOf(m_doc->snapshot(), d.stackA) : (other ? model::whereOf(other->snapshot(), d.stackB) : "");
+        m_table->setItem(r, 4, new QTableWidgetItem(where.empty() ? tr("(no stack)") : QString::fromStdString(where)));
+        ++r;
+    }
+    m_table->setSortingEnabled(true);
+    m_table->resizeColumnsToContents();
+    emit finished();
+}
+
 bool IterationDiffView::compareSelection() {
     if (!m_doc || m_split.iterations.empty()) return false;
     const auto sel = m_doc->selection();
@@ -211,7 +309,9 @@ void IterationDiffView::showResult(std::shared_ptr<const model::Survivors> resul
                           .arg(s.count)
                           .arg(cut ? tr(" (which the trace cuts off: work in progress)") : QString())
                           .arg(s.groups.size()));
+    m_fileDiff.reset();
     m_table->setSortingEnabled(false);
+    m_table->setHorizontalHeaderLabels({tr("Bytes"), tr("Count"), tr("Per iteration"), tr("Since"), tr("Allocated at")});
     m_table->setRowCount(static_cast<int>(s.groups.size()));
     const model::Snapshot& snap = m_doc->snapshot();
     for (int r = 0; r < static_cast<int>(s.groups.size()); ++r) {
@@ -232,7 +332,13 @@ void IterationDiffView::showResult(std::shared_ptr<const model::Survivors> resul
 }
 
 void IterationDiffView::selectRow(int row) {
-    if (!m_result || !m_doc || row < 0 || row >= m_table->rowCount()) return;
+    if (!m_doc || row < 0 || row >= m_table->rowCount()) return;
+    if (m_fileDiff) {  // a stack of this file (one that only the other has cannot be shown here)
+        const auto& d = (*m_fileDiff)[static_cast<size_t>(m_table->item(row, 0)->data(Qt::UserRole + 1).toInt())];
+        if (d.inA) m_doc->selectAllocation(d.stackA, tr("%1 against the other file").arg(QString::fromLatin1(model::stackChangeName(d.change))));
+        return;
+    }
+    if (!m_result) return;
     const int group = m_table->item(row, Bytes)->data(Qt::UserRole + 1).toInt();
     const model::SurvivorGroup& g = m_result->groups[static_cast<size_t>(group)];
     // its surviving blocks, marked in the block map

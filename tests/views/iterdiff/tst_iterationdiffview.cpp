@@ -63,6 +63,33 @@ private slots:
         QVERIFY(!v.compare(1, 99));
     }
 
+    // Two files of the same loop, after 4 and after 9 iterations: only the kept graph's two stacks
+    // changed, by 5 x 5 MiB and 5 x 3 MiB.
+    void againstAnotherOpenFile() {
+        jobtrace::Job a, b;
+        a.graphKept = b.graphKept = {3 * MiB, 5 * MiB};
+        a.iterations = 4;
+        b.iterations = 9;
+        SnapshotDocument docA(LoadedSnapshot::fromSnapshot(synth::read(jobtrace::pickle(a)), "four.pickle"));
+        SnapshotDocument docB(LoadedSnapshot::fromSnapshot(synth::read(jobtrace::pickle(b)), "nine.pickle"));
+        IterationDiffView v;
+        QSignalSpy finished(&v, &IterationDiffView::finished);
+        v.setDocument(&docA);
+        QVERIFY(waitFinished(v, finished, 1));
+        v.setOtherDocuments({&docA, &docB});
+        QVERIFY(!v.compareWith(&docA));  // not against itself
+        QVERIFY(v.compareWith(&docB));
+        QVERIFY(waitFinished(v, finished, 2));
+        QVERIFY(v.fileDiff());
+        QCOMPARE(v.rowCount(), 2);
+        const auto& d = *v.fileDiff();
+        QCOMPARE(d[0].change, model::StackDelta::Change::Grew);
+        QCOMPARE(d[0].delta(), static_cast<int64_t>(5 * 5 * MiB));
+        QCOMPARE(d[1].delta(), static_cast<int64_t>(5 * 3 * MiB));
+        v.selectRow(0);
+        QVERIFY(docA.selectedStack() != 0);
+    }
+
     void aTraceWithoutIterationsSaysSo() {
         jobtrace::Job job;
         job.iterations = 1;
