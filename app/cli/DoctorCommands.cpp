@@ -50,18 +50,11 @@ Opened open(const std::string& path) {
         return o;
     }
     o.session = std::make_unique<SessionFile>(path);
-    const SessionSnapshot* pick = nullptr;
-    for (const SessionSnapshot& s : o.session->snapshots())
-        if (s.trigger == trigger::kOutOfMemory || !pick || pick->trigger != trigger::kOutOfMemory) pick = &s;
-    if (pick) {
-        const std::string bytes = o.session->readSnapshot(pick->id);
-        o.snapshot = readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    if (const SessionSnapshot* pick = snapshotToDiagnose(*o.session)) {
+        o.snapshot = readSessionSnapshot(*o.session, pick->id);
         o.hasSnapshot = true;
     }
-    std::vector<TimedIteration> timed;
-    for (const SessionIteration& it : o.session->iterations())
-        timed.push_back({it.index, it.phase + " iteration " + std::to_string(it.index), it.startUs, it.endUs});
-    if (!timed.empty()) o.iterations = std::move(timed);
+    if (std::vector<TimedIteration> timed = timedIterations(*o.session); !timed.empty()) o.iterations = std::move(timed);
     return o;
 }
 
@@ -325,14 +318,9 @@ int printStackDiff(const CliArgs& a, const std::string& nameA, const Snapshot& s
     return 0;
 }
 
-Snapshot sessionSnapshot(const SessionFile& session, int64_t id) {
-    const std::string bytes = session.readSnapshot(id);
-    return readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-}
-
 // diff SESSION --from N --to M where the trace does not cover N: the session's snapshots of N and M.
 int sessionSnapshotDiff(const CliArgs& a, const std::string& file, const SessionFile& session, std::pair<int64_t, int64_t> ids, int device) {
-    const Snapshot sa = sessionSnapshot(session, ids.first), sb = sessionSnapshot(session, ids.second);
+    const Snapshot sa = readSessionSnapshot(session, ids.first), sb = readSessionSnapshot(session, ids.second);
     return printStackDiff(a, file + "#snapshot" + std::to_string(ids.first), sa, file + "#snapshot" + std::to_string(ids.second), sb, device);
 }
 

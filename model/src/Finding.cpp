@@ -39,22 +39,24 @@ void sortFindings(std::vector<Finding>& findings) {
     });
 }
 
+std::string frameText(const Snapshot& s, FrameId frame) {
+    const Frame& f = s.frames[frame];
+    std::string file(s.str(f.filename));
+    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+    std::string out = file;
+    if (f.lineKnown) out += ":" + std::to_string(f.line);
+    const std::string_view name = s.str(f.name);
+    if (!name.empty()) out += " (" + std::string(name) + ")";
+    return out;
+}
+
 std::string whereOf(const Snapshot& s, StackId stack) {
     if (stack == 0 || stack >= s.stackCount() || s.stackSize(stack) == 0) return {};
-    auto text = [&](const Frame& f) {
-        std::string file(s.str(f.filename));
-        if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
-        std::string out = file;
-        if (f.lineKnown) out += ":" + std::to_string(f.line);
-        const std::string_view name = s.str(f.name);
-        if (!name.empty()) out += " (" + std::string(name) + ")";
-        return out;
-    };
     for (const FrameId* f = s.stackBegin(stack); f != s.stackBegin(stack) + s.stackSize(stack); ++f)
-        if (classifyFrame(s, *f).kind == FrameKind::User) return text(s.frames[*f]);
+        if (classifyFrame(s, *f).kind == FrameKind::User) return frameText(s, *f);
     for (const FrameId* f = s.stackBegin(stack); f != s.stackBegin(stack) + s.stackSize(stack); ++f)
-        if (!isRecordingMachinery(s.str(s.frames[*f].name))) return text(s.frames[*f]);
-    return text(s.frames[*s.stackBegin(stack)]);
+        if (!isRecordingMachinery(s.str(s.frames[*f].name))) return frameText(s, *f);
+    return frameText(s, *s.stackBegin(stack));
 }
 
 std::vector<FindingFrame> framesOf(const Snapshot& s, StackId stack, size_t limit) {

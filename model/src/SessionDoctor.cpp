@@ -246,13 +246,6 @@ void graphsKept(const SessionFile& session, uint64_t peak, std::vector<Finding>&
     }
 }
 
-const SessionSnapshot* snapshotToDiagnose(const SessionFile& session) {
-    const SessionSnapshot* pick = nullptr;
-    for (const SessionSnapshot& s : session.snapshots())
-        if (s.trigger == trigger::kOutOfMemory) pick = &s;
-    if (pick) return pick;
-    return session.snapshots().empty() ? nullptr : &session.snapshots().back();
-}
 
 } // namespace
 
@@ -312,6 +305,26 @@ std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers) {
     return out;
 }
 
+const SessionSnapshot* snapshotToDiagnose(const SessionFile& session) {
+    const SessionSnapshot* pick = nullptr;
+    for (const SessionSnapshot& s : session.snapshots())
+        if (s.trigger == trigger::kOutOfMemory) pick = &s;
+    if (pick) return pick;
+    return session.snapshots().empty() ? nullptr : &session.snapshots().back();
+}
+
+Snapshot readSessionSnapshot(const SessionFile& session, int64_t id) {
+    const std::string bytes = session.readSnapshot(id);
+    return readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+std::vector<TimedIteration> timedIterations(const SessionFile& session) {
+    std::vector<TimedIteration> out;
+    for (const SessionIteration& it : session.iterations())
+        out.push_back({it.index, it.phase + " iteration " + std::to_string(it.index), it.startUs, it.endUs});
+    return out;
+}
+
 std::optional<std::pair<int64_t, int64_t>> snapshotsOfIterations(const SessionFile& session, int64_t from, int64_t to) {
     int64_t a = 0, b = 0;
     for (const SessionSnapshot& s : session.snapshots()) {
@@ -340,8 +353,7 @@ DoctorReport diagnoseSession(const SessionFile& session, const std::atomic<bool>
     options.cancel = cancel;
     const SessionSnapshot* snap = snapshotToDiagnose(session);
     if (!snap) return diagnoseSession(session, nullptr, options);
-    const std::string bytes = session.readSnapshot(snap->id);
-    const Snapshot s = readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    const Snapshot s = readSessionSnapshot(session, snap->id);
     DoctorReport report = diagnoseSession(session, &s, options);
     // the agent tagged the storages of this snapshot: exact categories where it did
     if (const CategoryTags tags = categoryTags(snap->infoJson); !tags.empty() && report.device >= 0) {
@@ -364,10 +376,7 @@ DoctorReport diagnoseSession(const SessionFile& session, const Snapshot* snapsho
     DoctorReport report;
     std::vector<Finding> agent = sessionFindings(session);
     if (snapshot) {
-        std::vector<TimedIteration> timed;
-        for (const SessionIteration& it : session.iterations())
-            timed.push_back({it.index, it.phase + " iteration " + std::to_string(it.index), it.startUs, it.endUs});
-        if (!timed.empty()) options.iterations = std::move(timed);
+        if (std::vector<TimedIteration> timed = timedIterations(session); !timed.empty()) options.iterations = std::move(timed);
         report = diagnoseSnapshot(*snapshot, options);
     } else {
         report.notes.push_back(session.process().snapshotsNote.empty() ? "no allocator snapshot in the session (a CPU job, or CUDA not used)"

@@ -72,7 +72,7 @@ void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
 }
 
 // The frame the stacks share that is nearest to the allocations (their common callers, outermost
-// last), as whereOf writes it; a single stack: its own innermost user frame.
+// last), as frameText writes it; a single stack: its own innermost user frame.
 std::string callSite(const Snapshot& s, const std::vector<const SurvivorGroup*>& gs) {
     if (gs.size() == 1) return whereOf(s, gs.front()->stack);
     const StackId first = gs.front()->stack;
@@ -85,10 +85,7 @@ std::string callSite(const Snapshot& s, const std::vector<const SurvivorGroup*>&
         common = k;
     }
     if (common == 0) return whereOf(s, first);
-    const Frame& f = s.frames[s.stackBegin(first)[n - common]];
-    std::string file(s.str(f.filename));
-    if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
-    return file + ":" + std::to_string(f.line) + " (" + std::string(s.str(f.name)) + ")";
+    return frameText(s, s.stackBegin(first)[n - common]);
 }
 
 void addEvidence(const Context& c, const Survivors& s, const std::set<StackId>& stacks, Finding& f) {

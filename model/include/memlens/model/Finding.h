@@ -89,7 +89,11 @@ struct DoctorReport {
 Severity severityFor(uint64_t bytes, uint64_t peak, bool unbounded);
 // Most severe first, then most bytes, then rule id.
 void sortFindings(std::vector<Finding>& findings);
-// The innermost user frame of a stack ("train.py:81"), else the innermost frame; "" if empty.
+// A frame as findings name it: "train.py:81 (main)" (the file's base name; line and function
+// where known).
+std::string frameText(const Snapshot& snapshot, FrameId frame);
+// The innermost user frame of a stack ("train.py:81 (main)"), else the innermost frame that is
+// not the recording machinery; "" for the empty stack.
 std::string whereOf(const Snapshot& snapshot, StackId stack);
 // Frames innermost first, at most `limit`.
 std::vector<FindingFrame> framesOf(const Snapshot& snapshot, StackId stack, size_t limit = 40);

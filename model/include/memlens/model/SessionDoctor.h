@@ -44,6 +44,13 @@ struct KeptRecord {
 std::vector<ForwardRecord> forwardRecords(const std::vector<SessionMarker>& markers);
 std::vector<KeptRecord> keptRecords(const std::vector<SessionMarker>& markers);
 
+// The snapshot the doctor diagnoses: the last out-of-memory one, else the last; null when none.
+const SessionSnapshot* snapshotToDiagnose(const SessionFile& session);
+// A stored snapshot, read (throws SessionError / ParseError).
+Snapshot readSessionSnapshot(const SessionFile& session, int64_t id);
+// The session's iterations as time ranges, for the snapshot rules (iterationsFromTimes).
+std::vector<TimedIteration> timedIterations(const SessionFile& session);
+
 // The session's snapshots taken in (or at the end of) iterations FROM and TO: the last of each,
 // by id; nullopt when either iteration has none. For the diff between two snapshots of a session.
 std::optional<std::pair<int64_t, int64_t>> snapshotsOfIterations(const SessionFile& session, int64_t from, int64_t to);
