@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -421,7 +422,9 @@ DoctorReport diagnoseSnapshot(const Snapshot& snapshot, const DoctorOptions& opt
     c.checkCancel();
     c.lives = allocationLives(c.trace);
     c.roles = stackRoles(snapshot);
-    const StateHistory history(snapshot, device);
+    std::optional<StateHistory> own;
+    const StateHistory& history =
+        options.history && options.history->device() == device ? *options.history : own.emplace(snapshot, device);
     const DeviceState final = history.stateAfter(history.entries() - 1);
     computeLiveSeries(c, final.requestedBytes);
     c.checkCancel();

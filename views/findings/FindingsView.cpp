@@ -131,6 +131,8 @@ void FindingsView::start() {
             model::DoctorOptions options;
             options.device = device;
             options.cancel = control.cancelFlag();
+            // the document's own history of the device: not built a second time
+            if (auto h = loaded->histories.find(device); h != loaded->histories.end()) options.history = h->second.get();
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);

@@ -1,6 +1,7 @@
 #include "iterdiff/IterationDiffView.h"
 
 #include "common/ByteText.h"
+#include "core/LoadedSnapshot.h"
 #include "document/JobTracker.h"
 #include "document/SnapshotDocument.h"
 
@@ -233,9 +234,14 @@ bool IterationDiffView::compareWith(SnapshotDocument* other) {
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const std::vector<model::StackDelta>>>(
         [a, b, device](const JobControl&) {
-            const model::StateHistory ha(*a->snapshot, device), hb(*b->snapshot, device);
-            return std::make_shared<const std::vector<model::StackDelta>>(model::diffLiveByStack(
-                *a->snapshot, ha.stateAfter(ha.entries() - 1), *b->snapshot, hb.stateAfter(hb.entries() - 1)));
+            // the documents' own histories of the device (each was rewound once, when it loaded)
+            auto finalState = [device](const LoadedSnapshot& l) {
+                if (auto h = l.histories.find(device); h != l.histories.end()) return h->second->stateAfter(h->second->entries() - 1);
+                const model::StateHistory own(*l.snapshot, device);
+                return own.stateAfter(own.entries() - 1);
+            };
+            return std::make_shared<const std::vector<model::StackDelta>>(
+                model::diffLiveByStack(*a->snapshot, finalState(*a), *b->snapshot, finalState(*b)));
         },
         std::move(h), JobText{QString(), QStringLiteral("compare the files")});
     return true;

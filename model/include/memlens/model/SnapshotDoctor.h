@@ -3,6 +3,7 @@
 // Iterations come from annotations or the trace's pattern (or a session's times); the rules read
 // the survivors of each iteration, the roles of the allocation stacks, per-iteration peaks and
 // the out-of-memory entries. Everything here is estimated from stacks (Finding::estimated).
+#include "memlens/model/AllocatorState.h"
 #include "memlens/model/Finding.h"
 #include "memlens/model/Snapshot.h"
 
@@ -18,6 +19,9 @@ struct DoctorOptions {
     // A session's iterations, used instead of annotations and patterns when given.
     std::optional<std::vector<TimedIteration>> iterations;
     const std::atomic<bool>* cancel = nullptr;  // checked between rules; throws Cancelled
+    // The device's state history when the caller has one already (the window's document); null
+    // (or another device's): built here.
+    const StateHistory* history = nullptr;
 };
 
 // The device diagnose() picks when options.device is -1; -1 when the snapshot has none.
