@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
@@ -25,14 +24,7 @@ A = None  # the parsed arguments
 TMP = None
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-    print("  ok:", what)
+from capture_cases import Failure, check, run_case  # noqa: F401 (Failure: raised by cases)
 
 
 def env_clean(extra=None):
@@ -560,16 +552,11 @@ def main():
     if A.case != "flood" and subprocess.run([A.python, "-c", "import torch"], capture_output=True).returncode != 0:
         print("%s has no torch: skipped" % A.python)
         return SKIP
-    with tempfile.TemporaryDirectory(prefix="memlens-capture-") as tmp:
+
+    def set_tmp(tmp):
+        global TMP
         TMP = tmp
-        t0 = time.monotonic()
-        try:
-            rc = CASES[A.case]()
-        except Failure as e:
-            print("FAILED:", e)
-            return 1
-        print("%s: passed in %.1f s" % (A.case, time.monotonic() - t0))
-        return rc or 0
+    return run_case(A.case, CASES[A.case], "memlens-capture-", set_tmp)
 
 
 if __name__ == "__main__":

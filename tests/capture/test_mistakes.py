@@ -23,8 +23,6 @@ import random
 import sqlite3
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -38,14 +36,7 @@ TMP = None
 DEVICE = "cpu"   # the training device the markers should name
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-    print("  ok:", what)
+from capture_cases import Failure, check, run_case  # noqa: F401 (Failure: raised by cases)
 
 
 def env():
@@ -476,16 +467,11 @@ def main():
     if subprocess.run([A.python, "-c", "import torch"], capture_output=True).returncode != 0:
         print("%s has no torch: skipped" % A.python)
         return SKIP
-    with tempfile.TemporaryDirectory(prefix="memlens-mistakes-") as tmp:
+
+    def set_tmp(tmp):
+        global TMP
         TMP = tmp
-        t0 = time.monotonic()
-        try:
-            rc = CASES[A.case]()
-        except Failure as e:
-            print("FAILED:", e)
-            return 1
-        print("%s: passed in %.1f s" % (A.case, time.monotonic() - t0))
-        return rc or 0
+    return run_case(A.case, CASES[A.case], "memlens-mistakes-", set_tmp)
 
 
 if __name__ == "__main__":
