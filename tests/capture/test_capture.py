@@ -10,6 +10,7 @@ Each case is one ctest test (tests/capture/CMakeLists.txt). Exit 0: passed, 1: f
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -506,6 +507,12 @@ def case_stack_depth():
           "and its process record says so: %r" % s_note)
 
 
+def printed_pids(out):
+    """The "NAME pid P" lines the jobs print. Several processes write to the same pipe, so two
+    lines can arrive run together ("rank 1 pid 7rank 0 pid 8"): read the pairs, not the lines."""
+    return {name: pid for name, pid in re.findall(r"(rank \d+|launcher|main|helper) pid (\d+)", out)}
+
+
 def case_processes():
     """Several processes with the agent: the session keeps rank 0's records of a job started like
     torch.multiprocessing.spawn (a waiting launcher, two workers), and a training process's over
@@ -514,11 +521,12 @@ def case_processes():
     port = 29500 + os.getpid() % 400
     rc, so, se = record(out, py("ddp_spawn.py", 2, 7, port), options=["--quiet"], timeout=240)
     check(rc == 0, "the job exits 0 (stderr: %s)" % se.strip()[-400:])
-    pids = dict(line.rsplit(" pid ", 1) for line in so.splitlines() if " pid " in line)
+    pids = printed_pids(so)
     s = session(out)
     p = s["process"]
     check(len(s["iterations"]) == 7 and phases(s) == ["train"] * 7,
           "7 train iterations: rank 0's, not both workers' (%d)" % len(s["iterations"]))
+    check("rank 0" in pids and "launcher" in pids, "the job printed its pids (%r)" % so[-400:])
     check(p["pid"] == int(pids["rank 0"]), "the process is rank 0's worker (pid %s; printed %s)" % (p["pid"], pids))
     check(p["info"].get("rank") == 0 and p["info"].get("world_size") == 2, "rank 0 of 2 (%s)" % p["info"])
     check(p["info"].get("launcher_pid") == int(pids["launcher"]), "the launcher's pid is kept (%s)" % p["info"])
@@ -527,7 +535,7 @@ def case_processes():
     out = os.path.join(TMP, "helper.memlens")
     rc, so, se = record(out, py("with_helper_process.py", 5), options=["--quiet"])
     check(rc == 0, "the job exits 0 (stderr: %s)" % se.strip()[-400:])
-    pids = dict(line.rsplit(" pid ", 1) for line in so.splitlines() if " pid " in line)
+    pids = printed_pids(so)
     s = session(out)
     check("helper" in pids and len(s["iterations"]) == 5, "5 iterations, the helper ran (%s)" % pids)
     check(s["process"]["pid"] == int(pids["main"]) and "launcher_pid" not in s["process"]["info"],
