@@ -28,6 +28,9 @@ packages=(
 if [[ $mode != --minimal ]]; then
   # the memlens window (views/, app/)
   packages+=(qt6-base-dev libqcustomplot-dev libgraphviz-dev fonts-dejavu-core)
+  # memlens-cli attach and File > Attach: the debugger puts the agent into a running Python
+  # 3.8-3.13 job (3.14 and later use sys.remote_exec)
+  packages+=(gdb)
 fi
 if [[ $mode != --app ]]; then
   # the fuzz, asan and tsan presets

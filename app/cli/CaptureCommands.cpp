@@ -3,6 +3,7 @@
 #include "CliArgs.h"
 #include "Commands.h"
 
+#include "memlens/capture/Attach.h"
 #include "memlens/capture/Recorder.h"
 #include "memlens/model/SessionFile.h"
 
@@ -105,14 +106,62 @@ int printSummary(const SessionFile& f, const std::string& file) {
     return 0;
 }
 
+// The options record and attach share: what the agent captures, and NVML's interval.
+const std::set<std::string> kCaptureValued = {"snapshot-every", "snapshot-iterations", "snapshot-period", "max-entries",
+                                              "stacks", "stack-depth", "sample-interval", "agent-config"};
+const std::set<std::string> kCaptureFlags = {"no-exit-snapshot", "no-oom-snapshot", "quiet", "manual-steps"};
+
+void parseCaptureOptions(const CliArgs& a, capture::CaptureConfig& c, int& sampleIntervalMs) {
+    c.snapshotEvery = a.integer("snapshot-every", 0);
+    if (c.snapshotEvery < 0) throw UsageError("--snapshot-every must be 0 or more");
+    if (auto v = a.value("snapshot-iterations")) {
+        try {
+            c.snapshotIterations = capture::parseIterationList(*v);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(std::string("--snapshot-iterations: ") + e.what());
+        }
+    }
+    if (auto v = a.value("snapshot-period")) {
+        try {
+            size_t used = 0;
+            c.snapshotPeriodSeconds = std::stod(*v, &used);
+            if (used != v->size() || c.snapshotPeriodSeconds < 0) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+            throw UsageError("--snapshot-period needs seconds, got '" + *v + "'");
+        }
+    }
+    c.maxEntries = a.integer("max-entries", 100000);
+    if (c.maxEntries < 1) throw UsageError("--max-entries must be at least 1");
+    c.stacks = a.value("stacks").value_or("default");
+    if (c.stacks != "python" && c.stacks != "all" && c.stacks != "none" &&
+        c.stacks != "default")
+        throw UsageError("--stacks is python, all or none");
+    if (auto v = a.value("stack-depth")) {
+        // The innermost N frames of every stack are kept; without the option, all of them.
+        long long n = 0;
+        auto r = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (v->empty() || r.ec != std::errc() || r.ptr != v->data() + v->size() || n < 1)
+            throw UsageError("--stack-depth needs a number of frames, 1 or more, got '" + *v + "'");
+        c.stackDepth = n;
+    }
+    c.exitSnapshot = !a.has("no-exit-snapshot");
+    c.oomSnapshot = !a.has("no-oom-snapshot");
+    c.manualSteps = a.has("manual-steps");
+    if (auto v = a.value("agent-config")) {
+        auto j = nlohmann::json::parse(*v, nullptr, false);
+        if (!j.is_object()) throw UsageError("--agent-config needs a JSON object, got '" + *v + "'");
+        c.agentExtra = j;
+    }
+    sampleIntervalMs = static_cast<int>(a.integer("sample-interval", 500));
+    if (sampleIntervalMs < 10) throw UsageError("--sample-interval is at least 10 (milliseconds)");
+}
+
 } // namespace
 
 int recordCommand(const std::vector<std::string>& args) {
     // Options up to "--" or the first word that is not an option; the rest is the command.
-    static const std::set<std::string> valued = {"output", "snapshot-every", "snapshot-iterations", "snapshot-period",
-                                                 "max-entries", "stacks", "stack-depth", "sample-interval",
-                                                 "agent-config"};
-    static const std::set<std::string> flags = {"no-exit-snapshot", "no-oom-snapshot", "quiet", "manual-steps"};
+    std::set<std::string> valued = kCaptureValued, flags = kCaptureFlags;
+    valued.insert("output");
     std::vector<std::string> mine, command;
     size_t i = 0;
     for (; i < args.size(); ++i) {
@@ -146,54 +195,45 @@ int recordCommand(const std::vector<std::string>& args) {
         std::strftime(buf, sizeof buf, "memlens-%Y%m%d-%H%M%S.memlens", std::localtime(&t));
         o.output = buf;
     }
-    o.capture.snapshotEvery = a.integer("snapshot-every", 0);
-    if (o.capture.snapshotEvery < 0) throw UsageError("--snapshot-every must be 0 or more");
-    if (auto v = a.value("snapshot-iterations")) {
-        try {
-            o.capture.snapshotIterations = capture::parseIterationList(*v);
-        } catch (const std::invalid_argument& e) {
-            throw UsageError(std::string("--snapshot-iterations: ") + e.what());
-        }
-    }
-    if (auto v = a.value("snapshot-period")) {
-        try {
-            size_t used = 0;
-            o.capture.snapshotPeriodSeconds = std::stod(*v, &used);
-            if (used != v->size() || o.capture.snapshotPeriodSeconds < 0) throw std::invalid_argument("");
-        } catch (const std::exception&) {
-            throw UsageError("--snapshot-period needs seconds, got '" + *v + "'");
-        }
-    }
-    o.capture.maxEntries = a.integer("max-entries", 100000);
-    if (o.capture.maxEntries < 1) throw UsageError("--max-entries must be at least 1");
-    o.capture.stacks = a.value("stacks").value_or("default");
-    if (o.capture.stacks != "python" && o.capture.stacks != "all" && o.capture.stacks != "none" &&
-        o.capture.stacks != "default")
-        throw UsageError("--stacks is python, all or none");
-    if (auto v = a.value("stack-depth")) {
-        // The innermost N frames of every stack are kept; without the option, all of them.
-        long long n = 0;
-        auto r = std::from_chars(v->data(), v->data() + v->size(), n);
-        if (v->empty() || r.ec != std::errc() || r.ptr != v->data() + v->size() || n < 1)
-            throw UsageError("--stack-depth needs a number of frames, 1 or more, got '" + *v + "'");
-        o.capture.stackDepth = n;
-    }
-    o.capture.exitSnapshot = !a.has("no-exit-snapshot");
-    o.capture.oomSnapshot = !a.has("no-oom-snapshot");
-    o.capture.manualSteps = a.has("manual-steps");
-    if (auto v = a.value("agent-config")) {
-        auto j = nlohmann::json::parse(*v, nullptr, false);
-        if (!j.is_object()) throw UsageError("--agent-config needs a JSON object, got '" + *v + "'");
-        o.capture.agentExtra = j;
-    }
-    o.sampleIntervalMs = static_cast<int>(a.integer("sample-interval", 500));
-    if (o.sampleIntervalMs < 10) throw UsageError("--sample-interval is at least 10 (milliseconds)");
+    parseCaptureOptions(a, o.capture, o.sampleIntervalMs);
     o.quiet = a.has("quiet");
     try {
         return capture::runRecorder(o).exitStatus;
     } catch (const capture::RecorderError& e) {
         std::cerr << "memlens-cli: " << e.what() << "\n";
         return e.exitStatus();
+    }
+}
+
+int attachCommand(const std::vector<std::string>& args) {
+    std::set<std::string> valued = kCaptureValued, flags = kCaptureFlags;
+    valued.insert({"output", "duration"});
+    CliArgs a(args, flags, valued);
+    if (a.positional().size() != 1) throw UsageError("attach takes exactly one PID: memlens-cli attach PID -o FILE");
+    const std::string& pidText = a.positional()[0];
+    capture::AttachOptions o;
+    auto r = std::from_chars(pidText.data(), pidText.data() + pidText.size(), o.pid);
+    if (pidText.empty() || r.ec != std::errc() || r.ptr != pidText.data() + pidText.size() || o.pid < 1)
+        throw UsageError("attach needs a process id, got '" + pidText + "'");
+    auto out = a.value("output");
+    if (!out) throw UsageError("attach needs -o FILE (the session to write)");
+    o.output = *out;
+    parseCaptureOptions(a, o.capture, o.sampleIntervalMs);
+    if (auto v = a.value("duration")) {
+        try {
+            size_t used = 0;
+            o.durationSeconds = std::stod(*v, &used);
+            if (used != v->size() || o.durationSeconds <= 0) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+            throw UsageError("--duration needs seconds, more than 0, got '" + *v + "'");
+        }
+    }
+    o.quiet = a.has("quiet");
+    try {
+        return capture::runAttach(o).exitStatus;
+    } catch (const capture::RecorderError& e) {
+        std::cerr << "memlens-cli: " << e.what() << "\n";
+        return 1;
     }
 }
 

@@ -11,6 +11,7 @@ int timelineCommand(const std::vector<std::string>& args);
 int stateCommand(const std::vector<std::string>& args);
 // CaptureCommands.cpp
 int recordCommand(const std::vector<std::string>& args);   // returns the job's exit status
+int attachCommand(const std::vector<std::string>& args);   // 0 once detached or the job ended; 1: cannot attach
 int sessionCommand(const std::vector<std::string>& args);
 int exportCommand(const std::vector<std::string>& args);
 // GraphsCommand.cpp

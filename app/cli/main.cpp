@@ -45,6 +45,11 @@ const char* kUsage =
     "      --agent-config JSON                  more agent settings, e.g. '{\"graph_scans\": false}'\n"
     "      --no-exit-snapshot, --no-oom-snapshot, --sample-interval MS (NVML, default 500), --quiet\n"
     "                                           exits with COMMAND's status (128+N: killed by signal N)\n"
+    "  attach PID -o FILE [OPTIONS] [--duration SEC]\n"
+    "                                           record a running Python/PyTorch job started without\n"
+    "                                           memlens, from now on (record's OPTIONS; iterations count\n"
+    "                                           from the attach); Ctrl-C, SIGTERM or --duration detach and\n"
+    "                                           leave the job running; needs gdb below Python 3.14\n"
     "  session FILE [--json] [--check] [--follow]\n"
     "                                           process, iterations and snapshots of a session\n"
     "  export FILE --snapshot ID|last [-o OUT.pickle]\n"
@@ -83,6 +88,7 @@ int main(int argc, char** argv) {
         if (command == "timeline") return memlens::cli::timelineCommand(args);
         if (command == "state") return memlens::cli::stateCommand(args);
         if (command == "record") return memlens::cli::recordCommand(args);
+        if (command == "attach") return memlens::cli::attachCommand(args);
         if (command == "session") return memlens::cli::sessionCommand(args);
         if (command == "export") return memlens::cli::exportCommand(args);
         if (command == "graphs") return memlens::cli::graphsCommand(args);

@@ -1,5 +1,8 @@
 #include "memlens/capture/Recorder.h"
 
+#include "AgentServer.h"
+#include "RecordingParts.h"
+#include "SocketDir.h"
 #include "memlens/capture/Nvml.h"
 #include "memlens/capture/Protocol.h"
 #include "memlens/capture/SessionSink.h"
@@ -136,7 +139,7 @@ std::string findAgentDir() {
     return {};
 }
 
-// ----- the socket server -----------------------------------------------------------------------
+// ----- the recorder ------------------------------------------------------------------------------
 
 namespace {
 
@@ -146,272 +149,9 @@ std::string hostName() {
     return h;
 }
 
-class AgentServer {
-public:
-    AgentServer(int listenFd, SessionSink& sink, bool quiet) : listen_(listenFd), sink_(sink), quiet_(quiet) {
-        if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw RecorderError(std::string("pipe: ") + std::strerror(errno));
-        thread_ = std::thread([this] { run(); });
-    }
-    ~AgentServer() {
-        stop();
-        ::close(wake_[0]);
-        ::close(wake_[1]);
-    }
-
-    void stop() {
-        stop_ = true;
-        wake();
-        if (thread_.joinable()) thread_.join();
-    }
-    void requestSnapshot() {
-        snapshotRequest_ = true;
-        wake();
-    }
-    uint64_t loops() const { return loops_; }
-    int openConnections() const { return open_; }
-    bool busy() const { return inPost_; }
-    Clock::time_point lastActivity() const {
-        std::lock_guard<std::mutex> lock(mu_);
-        return lastActivity_;
-    }
-    std::set<int64_t> agentPids() const {
-        std::lock_guard<std::mutex> lock(mu_);
-        return pids_;
-    }
-    bool anyAgent() const { return anyAgent_; }
-
-private:
-    struct Conn {
-        int fd = -1;
-        int64_t id = 0;    // the order it connected in, from 1: the messages' source
-        std::string head;  // the 16-byte header, then the JSON text
-        FrameHeader frame;
-        bool haveHeader = false;
-        std::string blob;
-        uint64_t blobGot = 0;
-        bool streaming = false;  // mid-frame, or more was waiting: poll it
-        bool failed = false;
-    };
-
-    void wake() {
-        char c = 1;
-        (void)!::write(wake_[1], &c, 1);
-    }
-
-    void touch() {
-        std::lock_guard<std::mutex> lock(mu_);
-        lastActivity_ = Clock::now();
-    }
-
-    void accept() {
-        for (;;) {
-            int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0) return;
-            ucred cred{};
-            socklen_t len = sizeof cred;
-            if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::getuid()) {
-                if (!quiet_) std::fprintf(stderr, "memlens: refused a connection from uid %u\n", unsigned(cred.uid));
-                ::close(fd);
-                continue;
-            }
-            Conn c;
-            c.fd = fd;
-            c.id = ++connections_;
-            conns_.push_back(std::move(c));
-            open_ = static_cast<int>(conns_.size());
-            touch();
-        }
-    }
-
-    // Completes one frame: hands it to the sink.
-    void deliver(Conn& c) {
-        Message m;
-        m.head = json::parse(c.head.begin() + kFrameHeaderBytes, c.head.end(), nullptr, false);
-        if (!m.head.is_object()) throw ProtocolError("bad frame: the JSON part is not an object");
-        m.blob = std::move(c.blob);
-        m.source = c.id;
-        c.head.clear();
-        c.blob.clear();
-        c.blobGot = 0;
-        c.haveHeader = false;
-        std::string t = m.type();
-        if (t == "hello") {
-            anyAgent_ = true;
-            if (auto it = m.head.find("pid"); it != m.head.end() && it->is_number_integer()) {
-                std::lock_guard<std::mutex> lock(mu_);
-                pids_.insert(it->get<int64_t>());
-            }
-        }
-        inPost_ = true;
-        sink_.post(std::move(m));
-        inPost_ = false;
-        touch();
-    }
-
-    // Reads what is available; false when the connection ended.
-    bool readFrom(Conn& c) {
-        char buf[65536];
-        size_t budget = 64u << 20;  // then give the others a turn
-        c.streaming = true;
-        while (budget > 0) {
-            if (c.haveHeader && c.head.size() == kFrameHeaderBytes + c.frame.jsonBytes && c.blobGot < c.frame.blobBytes) {
-                // Blob bytes go straight into the blob.
-                uint64_t want = std::min<uint64_t>(c.frame.blobBytes - c.blobGot, 8u << 20);
-                ssize_t n = ::recv(c.fd, c.blob.data() + c.blobGot, want, 0);
-                if (n == 0) return false;
-                if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;  // mid-frame
-                c.blobGot += static_cast<uint64_t>(n);
-                budget -= std::min<size_t>(budget, static_cast<size_t>(n));
-                touch();
-                if (c.blobGot == c.frame.blobBytes) deliver(c);
-                continue;
-            }
-            size_t need = !c.haveHeader ? kFrameHeaderBytes - c.head.size()
-                                        : kFrameHeaderBytes + c.frame.jsonBytes - c.head.size();
-            ssize_t n = ::recv(c.fd, buf, std::min(need, sizeof buf), 0);
-            if (n == 0) return false;
-            if (n < 0) {
-                c.streaming = !c.head.empty();  // between frames: idle until the next sweep
-                return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-            }
-            budget -= std::min<size_t>(budget, static_cast<size_t>(n));
-            c.head.append(buf, static_cast<size_t>(n));
-            if (!c.haveHeader && c.head.size() == kFrameHeaderBytes) {
-                c.frame = parseFrameHeader(c.head.data());
-                c.haveHeader = true;
-            }
-            if (c.haveHeader && c.head.size() == kFrameHeaderBytes + c.frame.jsonBytes) {
-                if (c.frame.blobBytes == 0) {
-                    deliver(c);
-                } else {
-                    c.blob.resize(c.frame.blobBytes);
-                    c.blobGot = 0;
-                }
-            }
-        }
-        return true;
-    }
-
-    // To the process whose records the session keeps (all agents, before any has spoken):
-    // another rank's snapshot would be dropped anyway.
-    void sendRequests() {
-        std::string frame = encodeFrameStart(json{{"t", "snapshot_request"}}, 0);
-        const int64_t kept = sink_.keptSource();
-        for (auto& c : conns_)
-            if (kept == 0 || c.id == kept) (void)!::send(c.fd, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    }
-
-    // Idle connections are not polled but read every kSweepMs: a job's small messages then cost
-    // it a send() that wakes nobody (and once sent they survive the job being killed). A
-    // connection in the middle of a frame, or with more waiting, is polled and read at once.
-    static constexpr int kSweepMs = 20;
-
-    void run() {
-        std::vector<pollfd> fds;
-        std::vector<size_t> polled;
-        while (!stop_) {
-            fds.clear();
-            polled.clear();
-            fds.push_back({wake_[0], POLLIN, 0});
-            fds.push_back({listen_, POLLIN, 0});
-            for (size_t i = 0; i < conns_.size(); ++i)
-                if (conns_[i].streaming) {
-                    fds.push_back({conns_[i].fd, POLLIN, 0});
-                    polled.push_back(i);
-                }
-            int r = ::poll(fds.data(), fds.size(), kSweepMs);
-            ++loops_;
-            if (r < 0 && errno != EINTR) break;
-            if (fds[0].revents) {
-                char drain[64];
-                while (::read(wake_[0], drain, sizeof drain) > 0) {
-                }
-            }
-            if (fds[1].revents & POLLIN) accept();
-            // a request that came before the agent connected waits for it (the job may still be
-            // starting, or its connection not yet accepted)
-            if (!conns_.empty() && snapshotRequest_.exchange(false)) sendRequests();
-            for (size_t k = 0; k < polled.size(); ++k)
-                if (fds[2 + k].revents & (POLLERR | POLLNVAL)) conns_[polled[k]].failed = true;
-            for (auto& c : conns_) {
-                bool alive = !c.failed;
-                try {
-                    alive = alive && readFrom(c);
-                } catch (const std::exception& e) {
-                    if (!quiet_) std::fprintf(stderr, "memlens: dropped an agent connection: %s\n", e.what());
-                    alive = false;
-                }
-                if (!alive) {
-                    ::close(c.fd);
-                    c.fd = -1;
-                    touch();
-                }
-            }
-            std::erase_if(conns_, [](const Conn& c) { return c.fd < 0; });
-            open_ = static_cast<int>(conns_.size());
-        }
-        // A frame cut short here is the record being written when the job or the recorder ended.
-        for (auto& c : conns_) ::close(c.fd);
-        conns_.clear();
-        open_ = 0;
-    }
-
-    int listen_;
-    SessionSink& sink_;
-    bool quiet_;
-    int wake_[2] = {-1, -1};
-    std::vector<Conn> conns_;
-    int64_t connections_ = 0;
-    std::atomic<bool> stop_{false}, snapshotRequest_{false}, inPost_{false}, anyAgent_{false};
-    std::atomic<uint64_t> loops_{0};
-    std::atomic<int> open_{0};
-    mutable std::mutex mu_;
-    Clock::time_point lastActivity_ = Clock::now();
-    std::set<int64_t> pids_;
-    std::thread thread_;
-};
-
-// Removes the socket directory however runRecorder leaves.
-struct SocketDir {
-    std::string dir, path;
-    int fd = -1;
-    ~SocketDir() {
-        if (fd >= 0) ::close(fd);
-        if (!path.empty()) ::unlink(path.c_str());
-        if (!dir.empty()) ::rmdir(dir.c_str());
-    }
-};
-
-void makeSocket(SocketDir& s) {
-    std::vector<std::string> bases;
-    for (const char* v : {"XDG_RUNTIME_DIR", "TMPDIR"})
-        if (const char* e = std::getenv(v); e && *e) bases.push_back(e);
-    bases.push_back("/tmp");
-    for (const auto& base : bases) {
-        std::string tmpl = base + "/memlens-XXXXXX";
-        if (tmpl.size() + 12 >= sizeof(sockaddr_un::sun_path)) continue;
-        if (!::mkdtemp(tmpl.data())) continue;  // mkdtemp makes it 0700
-        s.dir = tmpl;
-        break;
-    }
-    if (s.dir.empty()) throw RecorderError(std::string("cannot create a socket directory: ") + std::strerror(errno));
-    ::chmod(s.dir.c_str(), 0700);
-    s.path = s.dir + "/agent.sock";
-    s.fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (s.fd < 0) throw RecorderError(std::string("socket: ") + std::strerror(errno));
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, s.path.c_str(), sizeof addr.sun_path - 1);
-    if (::bind(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(s.fd, 16) != 0)
-        throw RecorderError("cannot listen on " + s.path + ": " + std::strerror(errno));
-    ::chmod(s.path.c_str(), 0600);
-}
-
 std::string jsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 } // namespace
-
-// ----- the recorder ------------------------------------------------------------------------------
 
 RecorderResult runRecorder(const RecorderOptions& o) {
     if (o.command.empty()) throw RecorderError("no command to run");
@@ -508,14 +248,7 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     initial.cwd = fs::current_path(ec).string();
     initial.startedUs = model::sessionNowUs();
     json info = {{"recorder", {{"pid", ::getpid()}, {"capture", o.capture.toJson()}}}};
-    std::string nvmlWhy;
-    std::unique_ptr<Nvml> nvml = Nvml::load(&nvmlWhy);
-    if (nvml) {
-        info["nvml"] = {{"driver", nvml->driverVersion()}, {"devices", json::parse(nvml->devicesJson())}};
-        if (!nvml->devices().empty()) initial.devicesJson = nvml->devicesJson();
-    } else {
-        info["nvml"] = {{"absent", nvmlWhy}};
-    }
+    std::unique_ptr<Nvml> nvml = loadNvmlInto(info, initial);
     initial.infoJson = jsonText(info);
 
     SessionSink::Options sinkOptions;
@@ -523,29 +256,7 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     SessionSink sink(std::move(writer), initial, sinkOptions);
     AgentServer server(sock.fd, sink, o.quiet);
 
-    std::unique_ptr<NvmlSampler> sampler;
-    if (nvml && !nvml->devices().empty()) {
-        struct Tree {
-            std::mutex mu;
-            std::set<int64_t> pids;
-            Clock::time_point at{};
-        };
-        auto tree = std::make_shared<Tree>();
-        sampler = std::make_unique<NvmlSampler>(
-            *nvml,
-            [tree, child, &server] {
-                std::lock_guard<std::mutex> lock(tree->mu);
-                if (Clock::now() - tree->at > std::chrono::seconds(2)) {
-                    tree->pids = processTree(child);
-                    tree->at = Clock::now();
-                }
-                std::set<int64_t> p = tree->pids;
-                for (int64_t a : server.agentPids()) p.insert(a);
-                return p;
-            },
-            [&sink](std::vector<model::DeviceSample> rows) { sink.postSamples(std::move(rows)); },
-            o.sampleIntervalMs);
-    }
+    std::unique_ptr<NvmlSampler> sampler = startSampler(nvml.get(), child, server, sink, o.sampleIntervalMs);
 
     if (!o.quiet) std::fprintf(stderr, "memlens: recording %s to %s\n", o.command[0].c_str(), o.output.c_str());
 
@@ -573,18 +284,8 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     }
     int64_t endedUs = model::sessionNowUs();
 
-    // Take in what the job sent before it ended: wait until every connection is closed or quiet.
-    uint64_t loops = server.loops();
-    auto drainStart = Clock::now();
-    bool interrupted = false;
-    while (!interrupted) {
-        bool seen = server.loops() >= loops + 2;  // the listener was looked at after the exit
-        bool quiet = Clock::now() - server.lastActivity() > std::chrono::seconds(2) && !server.busy();
-        if (seen && (server.openConnections() == 0 || quiet)) break;
-        if (Clock::now() - drainStart > std::chrono::minutes(10)) break;
-        int s = waitSignal(20);
-        if (s == SIGINT || s == SIGTERM) interrupted = true;
-    }
+    // Take in what the job sent before it ended.
+    drainAgents(server, waitSignal);
     server.stop();
     if (sampler) sampler->stop();
 
@@ -606,21 +307,7 @@ RecorderResult runRecorder(const RecorderOptions& o) {
                                           "enabled, and not linked with the capture library)";
         }
     });
-    sink.close();
-    auto st = sink.stats();
-    result.iterations = st.iterations;
-    result.snapshots = st.snapshots;
-    result.snapshotBytes = st.snapshotBytes;
-    result.samples = st.samples;
-    result.markers = st.markers;
-    result.snapshotWriteSeconds = st.snapshotWriteSeconds;
-    if (!o.quiet)
-        std::fprintf(stderr,
-                     "memlens: %s: %llu iterations, %llu snapshots (%.1f MB, written in %.2f s), %llu samples; "
-                     "job exit %d\n",
-                     o.output.c_str(), static_cast<unsigned long long>(st.iterations),
-                     static_cast<unsigned long long>(st.snapshots), st.snapshotBytes / 1e6, st.snapshotWriteSeconds,
-                     static_cast<unsigned long long>(st.samples), result.exitStatus);
+    closeSession(sink, result, o.output, o.quiet, ("job exit " + std::to_string(result.exitStatus)).c_str());
     return result;
 }
 

@@ -102,6 +102,16 @@ class Agent(object):
         self.exited = False
         self.tls = threading.local()
         self.hooks = []
+        self.patches = []  # (owner, name, had its own, previous, ours): undone by detach()
+        self.step_hook = None  # the handle of the optimizer post-step hook (torch >= 2.0)
+        self.attached = bool(config.get("attached"))  # started by memlens-cli attach
+        self.session = str(config.get("session") or os.environ.get("MEMLENS_SESSION") or "")
+        self.history_ours = False  # the allocator history was turned on by this agent
+        self.history_api = None
+        self.detaching = False
+        # attached mid-run: the first step ends the iteration under way at the attach, which is
+        # not recorded (a DataLoader batch opens a whole one; so does the first step after it)
+        self.partial = False
         ranges = config.get("snapshot_iterations") or []
         self.snapshot_ranges = [(int(a), int(b)) for a, b in ranges]
         self.snapshot_every = int(config.get("snapshot_every") or 0)
@@ -123,6 +133,28 @@ class Agent(object):
         self.fwd_emitted = 0
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def patch(self, owner, name, new):
+        """Sets owner.name to new, remembering what was there (undone by unpatch_all)."""
+        d = getattr(owner, "__dict__", {})
+        had = name in d
+        self.patches.append((owner, name, had, d.get(name), new))
+        setattr(owner, name, new)
+
+    def unpatch_all(self):
+        """Puts back every attribute patch() replaced, newest first. One that somebody replaced
+        again after us stays theirs (our wrapper under it does nothing once exited is set)."""
+        while self.patches:
+            owner, name, had, old, new = self.patches.pop()
+            try:
+                if getattr(owner, "__dict__", {}).get(name) is not new:
+                    continue
+                if had:
+                    setattr(owner, name, old)
+                else:
+                    delattr(owner, name)
+            except Exception as e:
+                self.error("restoring %s" % name, e)
 
     def alive(self):
         return not self.exited  # set at exit, and in forked children (after_fork_child)
@@ -174,6 +206,7 @@ class Agent(object):
                     self._close(o.step_end)  # another loop starts after a finished training step
                 else:
                     return  # another loader read inside this iteration
+            self.partial = False
             self.open = _Open(t0, id(it), self.grad_enabled())
 
     def on_loader_end(self, it):
@@ -205,6 +238,11 @@ class Agent(object):
             if o is not None:
                 o.stepped = True
                 o.step_end = now
+                return
+            if self.partial:
+                self.partial = False
+                self.boundary_us = now
+                self.since = _Since()
                 return
             self._emit(self._step_start(), now, "train")
 
@@ -407,7 +445,14 @@ class Agent(object):
             return
         torch = self.torch
         try:
-            api = enable_history(torch, self.cfg.get("stacks") or "python", int(self.cfg.get("max_entries") or 100000))
+            if self.attached and history_enabled(torch):
+                # the job records its own history: used as it is, and left on at detach
+                api = "the job's own"
+            else:
+                api = enable_history(torch, self.cfg.get("stacks") or "python",
+                                     int(self.cfg.get("max_entries") or 100000))
+                self.history_ours = True
+            self.history_api = api
             self.cuda_recording = True
             if self.cfg.get("oom_snapshot", True):
                 attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
@@ -427,7 +472,7 @@ class Agent(object):
             self.error("enabling the allocator history", e)
 
     def on_oom(self, device, alloc, device_total, device_free):
-        if os.getpid() != self.pid:
+        if os.getpid() != self.pid or not self.alive():
             return
         try:
             t = _now_us()
@@ -473,6 +518,8 @@ class Agent(object):
         atexit.register(self.at_exit)
 
     def _lazy_cuda_init(self):
+        if not self.alive():
+            return  # detached before the job initialised CUDA
         try:
             self.on_cuda_init()
         except Exception as e:  # an exception here would surface in the job's first CUDA call
@@ -503,8 +550,76 @@ class Agent(object):
         self.exited = True
         self.ch.forget_after_fork()
 
+    # -- detaching (memlens-cli attach) ---------------------------------------------------------
+
+    def detach(self, reason="detach"):
+        """Ends an attached recording and leaves the job as it was: the open iteration is closed,
+        a snapshot and a graph scan are taken (when configured as at exit), the bye is sent, and
+        every hook is removed. reason "gone": the recorder went away, nothing more is sent.
+        Runs on a thread of its own (the channel's reader must not wait for itself)."""
+        global _agent
+        with self.lock:
+            if self.exited or os.getpid() != self.pid:
+                return
+            self.detaching = True
+        talk = reason != "gone" and not self.ch.dead
+        try:
+            if talk:
+                self.finish_open_iteration()
+                if self.cuda_recording and self.cfg.get("exit_snapshot", True):
+                    self.take_snapshot("detach", self.index, keep=True)
+                if self.graphs.enabled and not self.graphs.busy:
+                    self.graphs.scan(self.index, "detach", "detach")
+        except Exception as e:
+            self.error("detach", e)
+        with self.lock:
+            self.exited = True  # the wrappers that stay (replaced again by others) do nothing
+            self.unpatch_all()
+            try:
+                if self.step_hook is not None:
+                    self.step_hook.remove()
+                    self.step_hook = None
+            except Exception as e:
+                self.error("removing the optimizer hook", e)
+            try:
+                atexit.unregister(self.at_exit)
+            except Exception:
+                pass
+            if self.history_ours:
+                try:
+                    disable_history(self.torch, self.history_api)
+                except Exception as e:
+                    self.error("restoring the allocator history", e)
+                self.history_ours = False
+            self.cuda_recording = False
+            if _agent is self:
+                _agent = None
+        if talk:
+            self.ch.send({"t": "bye", "reason": "detach", "dropped": self.ch.dropped})
+            self.ch.flush(600)
+        self.ch.close()
+
 
 # -- recording the allocator history, per torch version ------------------------------------------
+
+def history_enabled(torch):
+    """Whether the allocator records its history now (torch >= 2.1 can say; older: not known,
+    taken as off)."""
+    f = getattr(torch._C, "_cuda_isHistoryEnabled", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False
+
+
+def disable_history(torch, api):
+    """Turns off what enable_history turned on."""
+    record = torch.cuda.memory._record_memory_history
+    if api == "2.1+":
+        record(enabled=None)
+    else:
+        record(False)
+
 
 def enable_history(torch, stacks, max_entries):
     """Turns on torch.cuda.memory._record_memory_history; returns which form was used."""
@@ -553,7 +668,7 @@ def _patch_optimizer(agent, torch):
         except Exception as e:
             agent.error("optimizer created", e)
 
-    Optimizer.__init__ = __init__
+    agent.patch(Optimizer, "__init__", __init__)
     if register is not None:
         def post_hook(optimizer, args, kwargs):
             try:
@@ -561,12 +676,12 @@ def _patch_optimizer(agent, torch):
             except Exception as e:
                 agent.error("optimizer step", e)
 
-        register(post_hook)
+        agent.step_hook = register(post_hook)
 
 
 def _wrap_step(agent, cls):
     """torch < 2.0: wrap cls.step once; nested steps (super().step()) count once."""
-    if cls.__dict__.get("_memlens_step_wrapped"):
+    if cls.__dict__.get("_memlens_step_wrapped") is agent:
         return
     orig = cls.step
     tls = agent.tls
@@ -585,8 +700,8 @@ def _wrap_step(agent, cls):
                 agent.error("optimizer step", e)
         return result
 
-    cls.step = step
-    cls._memlens_step_wrapped = True
+    agent.patch(cls, "step", step)
+    agent.patch(cls, "_memlens_step_wrapped", agent)
 
 
 def _patch_forward(agent, torch):
@@ -616,7 +731,7 @@ def _patch_dataloader(agent, torch):
             agent.error("batch", e)
         return data
 
-    base.__next__ = __next__
+    agent.patch(base, "__next__", __next__)
 
 
 def _patch_backward(agent, torch):
@@ -631,7 +746,7 @@ def _patch_backward(agent, torch):
             pass
         return orig(*args, **kwargs)
 
-    autograd.backward = backward
+    agent.patch(autograd, "backward", backward)
 
 
 def _patch_module_train(agent, torch):
@@ -652,7 +767,7 @@ def _patch_module_train(agent, torch):
                 except Exception:
                     pass
 
-    Module.train = train
+    agent.patch(Module, "train", train)
 
 
 def _patch_no_grad(agent, torch):
@@ -670,7 +785,7 @@ def _patch_no_grad(agent, torch):
             return result
 
         functools.update_wrapper(__enter__, orig)
-        cls.__enter__ = __enter__
+        agent.patch(cls, "__enter__", __enter__)
 
 
 # -- noticing `import torch` ----------------------------------------------------------------------
@@ -746,6 +861,34 @@ def _cmdline():
         return list(getattr(sys, "orig_argv", sys.argv))
 
 
+def _hello(channel, attached=False):
+    import platform
+    import socket as _socket
+
+    head = {"t": "hello", "v": 1, "agent": "python " + VERSION, "pid": os.getpid(), "ppid": os.getppid(),
+            "argv": _cmdline(), "cwd": os.getcwd(), "host": _socket.gethostname(),
+            "python": platform.python_version(), "time_us": _now_us()}
+    if attached:
+        head["attached"] = True
+    channel.send(head)
+
+
+def _after_fork_child():
+    a = _agent
+    if a is not None:
+        a.after_fork_child()
+
+
+_fork_handler = []
+
+
+def _register_fork_handler():
+    """Once per process (a handler cannot be unregistered: after a detach it finds no agent)."""
+    if hasattr(os, "register_at_fork") and not _fork_handler:
+        os.register_at_fork(after_in_child=_after_fork_child)
+        _fork_handler.append(True)
+
+
 def start_from_environment():
     """Connects to the recorder named in the environment. Every Python process of the job does
     (the variables stay for its children: torchrun's and torch.multiprocessing.spawn's workers);
@@ -766,15 +909,9 @@ def start_from_environment():
         config = {}
     channel = _channel.Channel(path)
     agent = Agent(channel, config)
-    import platform
-    import socket as _socket
-
-    channel.send({"t": "hello", "v": 1, "agent": "python " + VERSION, "pid": os.getpid(), "ppid": os.getppid(),
-                  "argv": _cmdline(), "cwd": os.getcwd(), "host": _socket.gethostname(),
-                  "python": platform.python_version(), "time_us": _now_us()})
+    _hello(channel)
     _agent = agent
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=agent.after_fork_child)
+    _register_fork_handler()
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "cuda"):
         agent.on_torch_imported(torch)

@@ -75,6 +75,10 @@ class Channel(object):
         self.dropped = 0
         self.snapshot_requested = False
         self.graph_scan_requested = False
+        # memlens-cli attach: called on the reader thread when the recorder asks to detach, and
+        # when it goes away (the attached agent then removes itself from the job)
+        self.on_detach = None
+        self.on_gone = None
         self.max_items = max_items
         self.max_bytes = max_bytes
         self.max_pending_snapshots = max_pending_snapshots
@@ -291,6 +295,17 @@ class Channel(object):
                     self.snapshot_requested = True
                 if isinstance(head, dict) and head.get("t") in ("snapshot_request", "graph_scan_request"):
                     self.graph_scan_requested = True
+                if isinstance(head, dict) and head.get("t") == "detach" and self.on_detach is not None:
+                    self._call(self.on_detach)
         # The recorder went away: stop sending (in this process only).
         if os.getpid() == self._pid:
             self.dead = True
+            if self.on_gone is not None and not self._closing:
+                self._call(self.on_gone)
+
+    @staticmethod
+    def _call(fn):
+        try:
+            fn()
+        except Exception:
+            pass

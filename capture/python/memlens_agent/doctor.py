@@ -254,7 +254,7 @@ class Doctor(object):
             __call__.__wrapped__ = orig
         except Exception:
             pass
-        Module.__call__ = __call__
+        self.agent.patch(Module, "__call__", __call__)
 
     def _compiling_fallback(self):
         """torch < 2.3: dynamo's own is_compiling once torch._dynamo is imported (torch 2.0-2.2

@@ -1,0 +1,80 @@
+#include "RecordingParts.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+namespace memlens::capture {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<Nvml> loadNvmlInto(json& info, model::SessionProcess& initial) {
+    std::string why;
+    std::unique_ptr<Nvml> nvml = Nvml::load(&why);
+    if (nvml) {
+        info["nvml"] = {{"driver", nvml->driverVersion()}, {"devices", json::parse(nvml->devicesJson())}};
+        if (!nvml->devices().empty()) initial.devicesJson = nvml->devicesJson();
+    } else {
+        info["nvml"] = {{"absent", why}};
+    }
+    return nvml;
+}
+
+std::unique_ptr<NvmlSampler> startSampler(Nvml* nvml, int64_t root, AgentServer& server, SessionSink& sink,
+                                          int intervalMs) {
+    if (!nvml || nvml->devices().empty()) return nullptr;
+    struct Tree {
+        std::mutex mu;
+        std::set<int64_t> pids;
+        Clock::time_point at{};
+    };
+    auto tree = std::make_shared<Tree>();
+    return std::make_unique<NvmlSampler>(
+        *nvml,
+        [tree, root, &server] {
+            std::lock_guard<std::mutex> lock(tree->mu);
+            if (Clock::now() - tree->at > std::chrono::seconds(2)) {
+                tree->pids = processTree(root);
+                tree->at = Clock::now();
+            }
+            std::set<int64_t> p = tree->pids;
+            for (int64_t a : server.agentPids()) p.insert(a);
+            return p;
+        },
+        [&sink](std::vector<model::DeviceSample> rows) { sink.postSamples(std::move(rows)); }, intervalMs);
+}
+
+void drainAgents(AgentServer& server, const std::function<int(int)>& wait) {
+    uint64_t loops = server.loops();
+    auto start = Clock::now();
+    for (;;) {
+        bool seen = server.loops() >= loops + 2;  // the listener was looked at after the end
+        bool quiet = Clock::now() - server.lastActivity() > std::chrono::seconds(2) && !server.busy();
+        if (seen && (server.openConnections() == 0 || quiet)) return;
+        if (Clock::now() - start > std::chrono::minutes(10)) return;
+        int s = wait(20);
+        if (s == SIGINT || s == SIGTERM) return;
+    }
+}
+
+void closeSession(SessionSink& sink, RecorderResult& result, const std::string& output, bool quiet,
+                  const char* ending) {
+    sink.close();
+    auto st = sink.stats();
+    result.iterations = st.iterations;
+    result.snapshots = st.snapshots;
+    result.snapshotBytes = st.snapshotBytes;
+    result.samples = st.samples;
+    result.markers = st.markers;
+    result.snapshotWriteSeconds = st.snapshotWriteSeconds;
+    if (!quiet)
+        std::fprintf(stderr, "memlens: %s: %llu iterations, %llu snapshots (%.1f MB, written in %.2f s), %llu samples; %s\n",
+                     output.c_str(), static_cast<unsigned long long>(st.iterations),
+                     static_cast<unsigned long long>(st.snapshots), st.snapshotBytes / 1e6, st.snapshotWriteSeconds,
+                     static_cast<unsigned long long>(st.samples), ending);
+}
+
+} // namespace memlens::capture
