@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "AttachDialog.h"
+#include "AttachProcess.h"
 #include "ErrorBanner.h"
 #include "ExampleSnapshot.h"
 #include "GraphScansBinding.h"
@@ -37,6 +38,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPointer>
+#include <QSet>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabBar>
@@ -109,6 +111,10 @@ MainWindow::MainWindow(bool persistent, QWidget* parent) : QMainWindow(parent), 
 }
 
 MainWindow::~MainWindow() {
+    if (m_attach) {
+        m_attach->disconnect(this);
+        delete m_attach;  // detaches (bounded wait)
+    }
     for (Dock& d : m_docks) d.view.setDocument(nullptr);
     m_nav->setDocument(nullptr);
 }
@@ -144,12 +150,14 @@ void MainWindow::createActions() {
     QAction* open = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open…"), this, &MainWindow::openDialog);
     open->setShortcut(QKeySequence::Open);
     open->setObjectName(QStringLiteral("openAction"));
-    QAction* attach = file->addAction(tr("&Attach to a Recording…"), this, [this] {
-        AttachDialog dialog(this);
-        if (dialog.exec() == QDialog::Accepted && !dialog.selectedPath().isEmpty()) openFiles({dialog.selectedPath()});
-    });
+    QAction* attach = file->addAction(tr("&Attach…"), this, &MainWindow::attachDialog);
     attach->setObjectName(QStringLiteral("attachAction"));
-    attach->setToolTip(tr("Follow a session that memlens-cli record is writing on this machine"));
+    attach->setToolTip(
+        tr("Follow a session that memlens-cli record is writing on this machine, or attach to a running PyTorch process"));
+    m_detach = file->addAction(tr("&Detach"), this, &MainWindow::detach);
+    m_detach->setObjectName(QStringLiteral("detachAction"));
+    m_detach->setToolTip(tr("Stop recording the attached process; the job keeps running"));
+    m_detach->setEnabled(false);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     connect(m_recent, &RecentFiles::changed, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
@@ -734,12 +742,80 @@ void MainWindow::updateStatus() {
                                     views::formatBytes(static_cast<double>(tl.reservedBytes[static_cast<size_t>(i)]))));
 }
 
+void MainWindow::attachDialog() {
+    QSet<qint64> attached;
+    if (m_attach) attached.insert(m_attach->targetPid());
+    AttachDialog dialog(attached, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    if (!dialog.selectedPath().isEmpty()) openFiles({dialog.selectedPath()});
+    else if (dialog.selectedPid() > 0) attachTo(dialog.selectedPid());
+}
+
+void MainWindow::setAttachCommand(const QString& program, const QStringList& leadingArgs) {
+    m_attachProgram = program;
+    m_attachArgs = leadingArgs;
+}
+
+qint64 MainWindow::attachedPid() const { return m_attach ? m_attach->targetPid() : 0; }
+
+qint64 MainWindow::attachProcessId() const { return m_attach ? m_attach->processId() : 0; }
+
+void MainWindow::attachTo(qint64 pid, const QString& output) {
+    if (m_attach) {
+        m_banner->showError(tr("memlens is attached to process %1 already: File > Detach first.").arg(m_attach->targetPid()));
+        return;
+    }
+    const QString program = m_attachProgram.isEmpty() ? AttachProcess::findCli() : m_attachProgram;
+    if (program.isEmpty()) {
+        m_banner->showError(tr("memlens-cli was not found beside memlens (%1) or on PATH: it attaches to processes.")
+                                .arg(QCoreApplication::applicationDirPath()));
+        return;
+    }
+    const QString out =
+        output.isEmpty()
+            ? AttachProcess::freshOutput(m_attachDirectory.isEmpty() ? AttachProcess::defaultDirectory() : m_attachDirectory, pid)
+            : output;
+    m_attach = new AttachProcess(program, m_attachArgs, pid, out, this);
+    connect(m_attach, &AttachProcess::attached, this, [this, pid](const QString& path) {
+        statusBar()->showMessage(tr("Attached to process %1: recording into %2").arg(pid).arg(path));
+        openFiles({path});
+    });
+    connect(m_attach, &AttachProcess::finished, this, &MainWindow::attachFinished);
+    m_detach->setEnabled(true);
+    m_detach->setToolTip(tr("Stop recording process %1 (into %2); the job keeps running").arg(pid).arg(out));
+    statusBar()->showMessage(tr("Attaching to process %1: recording into %2").arg(pid).arg(out));
+    m_attach->start();
+}
+
+void MainWindow::detach() {
+    if (!m_attach || !m_attach->isRunning()) return;
+    m_attach->detach();
+    m_detach->setEnabled(false);
+    statusBar()->showMessage(tr("Detaching from process %1…").arg(m_attach->targetPid()));
+}
+
+void MainWindow::attachFinished(const QString& error) {
+    AttachProcess* done = m_attach;
+    m_attach = nullptr;
+    m_detach->setEnabled(false);
+    m_detach->setToolTip(tr("Stop recording the attached process; the job keeps running"));
+    if (!done) return;
+    done->deleteLater();
+    if (!error.isEmpty()) m_banner->showError(error);
+    else
+        statusBar()->showMessage(
+            tr("Detached from process %1, which keeps running; its session is %2").arg(done->targetPid()).arg(done->output()));
+}
+
 void MainWindow::updateTitle() {
     views::SnapshotDocument* doc = currentDocument();
     setWindowTitle(doc ? tr("%1 — memlens").arg(doc->fileName()) : tr("memlens"));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    // attached: detach (the job keeps running) and wait, boundedly, for the CLI to finish the session
+    if (m_attach && !m_attach->detachAndWait(10000))
+        qWarning("memlens: memlens-cli attach %lld did not end within 10 s of SIGINT", m_attach->targetPid());
     m_queue.clear();
     m_loader->cancel();
     m_sessions->cancel();

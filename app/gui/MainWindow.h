@@ -26,6 +26,7 @@ struct LoadedSnapshot;
 
 namespace memlens::gui {
 
+class AttachProcess;
 class ErrorBanner;
 class IterationStrip;
 class SessionLoader;
@@ -70,6 +71,21 @@ public:
     // How often a live session is polled for new rows (ms).
     void setPollInterval(int ms);
 
+    // File > Attach to a process: `memlens-cli attach PID -o OUTPUT` in the background (OUTPUT
+    // empty: a fresh file in attachDirectory()), its session opened and followed once it says it
+    // attached; its one-line error in the banner when it fails. One process at a time.
+    void attachTo(qint64 pid, const QString& output = QString());
+    // File > Detach: the CLI takes its hooks out and finishes the session; the job keeps running.
+    void detach();
+    QAction* detachAction() const { return m_detach; }
+    // The pid attached to (or being attached to), 0 when none; the CLI's own pid.
+    qint64 attachedPid() const;
+    qint64 attachProcessId() const;
+    // For tests: the program run in place of memlens-cli (with LEADINGARGS before `attach`), and
+    // the folder for attached sessions.
+    void setAttachCommand(const QString& program, const QStringList& leadingArgs = {});
+    void setAttachDirectory(const QString& dir) { m_attachDirectory = dir; }
+
 signals:
     void documentOpened(memlens::views::SnapshotDocument* doc);
     void openFailed(const QString& path, const QString& message);
@@ -98,6 +114,8 @@ private:
     void saveLayout() const;
     void rebuildRecentMenu();
     void openDialog();
+    void attachDialog();
+    void attachFinished(const QString& error);
 
     void startNextLoad();
     void onProgress(quint64 generation, const QString& phase, double fraction);
@@ -157,6 +175,11 @@ private:
     QMenu* m_viewMenu = nullptr;
     QMenu* m_recentMenu = nullptr;
     QAction* m_closeTab = nullptr;
+    AttachProcess* m_attach = nullptr;
+    QAction* m_detach = nullptr;
+    QString m_attachProgram;  // empty: memlens-cli beside this program
+    QStringList m_attachArgs;
+    QString m_attachDirectory;  // empty: AttachProcess::defaultDirectory()
     QList<Dock> m_docks;
     QList<views::SnapshotDocument*> m_documents;  // in tab order
     QStringList m_queue;

@@ -1,8 +1,9 @@
 #pragma once
 // A child process for the window tests, started with posix_spawn rather than QProcess (fork):
 // clang 14's ThreadSanitizer aborts in its fork handler when a threaded Qt test forks, and the
-// tsan preset runs these tests. Its standard output goes to /dev/null, its standard error to the
-// test's or, with setStandardErrorFile(), to a file. Waiting keeps the test's event loop running.
+// tsan preset runs these tests. Its standard output goes to /dev/null or, with
+// setStandardOutputFile(), to a file; its standard error to the test's or, with
+// setStandardErrorFile(), to a file. Waiting keeps the test's event loop running.
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QString>
@@ -30,7 +31,8 @@ public:
         }
     }
 
-    // Where the child's standard error goes (truncated); call before start().
+    // Where the child's standard output / error go (truncated); call before start().
+    void setStandardOutputFile(const QString& path) { m_stdoutPath = path.toStdString(); }
     void setStandardErrorFile(const QString& path) { m_stderrPath = path.toStdString(); }
 
     bool start(const QString& program, const QStringList& args) {
@@ -41,7 +43,8 @@ public:
         argv.push_back(nullptr);
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        if (m_stdoutPath.empty()) posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        else posix_spawn_file_actions_addopen(&actions, 1, m_stdoutPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (!m_stderrPath.empty())
             posix_spawn_file_actions_addopen(&actions, 2, m_stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         const int rc = ::posix_spawn(&m_pid, argv[0], &actions, nullptr, argv.data(), environ);
@@ -86,6 +89,7 @@ public:
     int exitCode() const { return m_exitCode; }
 
 private:
+    std::string m_stdoutPath;
     std::string m_stderrPath;
     pid_t m_pid = -1;
     bool m_done = false;
