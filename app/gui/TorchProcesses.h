@@ -22,7 +22,4 @@ struct TorchProcess {
 // Unreadable processes are skipped silently.
 QVector<TorchProcess> findTorchProcesses(const QSet<qint64>& exclude = {});
 
-// Whether a mapped file is torch's: libtorch*.so* or torch/_C.*.so (the file name of the path).
-bool isTorchLibrary(const QString& mappedPath);
-
 }  // namespace memlens::gui

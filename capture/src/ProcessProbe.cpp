@@ -101,8 +101,7 @@ ProcessProbe probeProcess(int64_t pid) {
         if (slash == std::string::npos) continue;
         const std::string_view path(line.data() + slash, line.size() - slash);
         const std::string name(path.substr(path.rfind('/') + 1));
-        if (name.rfind("libtorch", 0) == 0 && name.find(".so") != std::string::npos) p.torch = true;
-        if (path.find("/torch/_C.") != std::string::npos || path.find("/torch/_C-") != std::string::npos) p.torch = true;
+        p.torch = p.torch || isTorchLibrary(path);
         if (!fromLib && name.rfind("libpython", 0) == 0) fromLib = version(name, 9, libMajor, libMinor);
         if (!fromAbi)
             if (size_t c = name.find("cpython-"); c != std::string::npos) fromAbi = version(name, c + 8, abiMajor, abiMinor);
@@ -123,6 +122,13 @@ ProcessProbe probeProcess(int64_t pid) {
         if (kv.rfind("MEMLENS_SESSION=", 0) == 0) p.recorderSession = kv.substr(16);
     }
     return p;
+}
+
+bool isTorchLibrary(std::string_view path) {
+    const std::string_view name = path.substr(path.rfind('/') + 1);
+    if (name.rfind("libtorch", 0) == 0 && name.find(".so") != std::string_view::npos) return true;
+    return name.rfind("_C.", 0) == 0 && name.find(".so") != std::string_view::npos &&
+           path.find("/torch/_C.") != std::string_view::npos;
 }
 
 bool stillRunning(const ProcessProbe& p) {
@@ -153,21 +159,6 @@ std::optional<int> yamaPtraceScope() {
     std::string s = readAll("/proc/sys/kernel/yama/ptrace_scope", &ok);
     if (!ok || s.empty()) return std::nullopt;
     return std::atoi(s.c_str());
-}
-
-std::vector<int64_t> torchProcesses() {
-    std::vector<int64_t> out;
-    std::error_code ec;
-    const int64_t self = ::getpid();
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-        const int64_t pid = std::stoll(name);
-        if (pid == self) continue;
-        const ProcessProbe p = probeProcess(pid);
-        if (p.exists && p.mapsReadable && p.uid == ::getuid() && p.torch) out.push_back(pid);
-    }
-    return out;
 }
 
 } // namespace memlens::capture

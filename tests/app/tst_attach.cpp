@@ -15,6 +15,7 @@
 #include "SessionPanel.h"
 #include "SpawnedProcess.h"
 #include "TorchProcesses.h"
+#include "memlens/capture/ProcessProbe.h"
 
 #include "document/SnapshotDocument.h"
 #include "memlens/capture/Nvml.h"
@@ -163,13 +164,13 @@ private slots:
     }
 
     void torchLibrariesByFileName() {
-        using memlens::gui::isTorchLibrary;
-        QVERIFY(isTorchLibrary(QStringLiteral("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0")));
-        QVERIFY(isTorchLibrary(QStringLiteral("/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so")));
-        QVERIFY(isTorchLibrary(QStringLiteral("/usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so")));
-        QVERIFY(!isTorchLibrary(QStringLiteral("/usr/lib/python3/dist-packages/torchvision/_C.so")));
-        QVERIFY(!isTorchLibrary(QStringLiteral("/home/me/libtorch/notes.txt")));
-        QVERIFY(!isTorchLibrary(QStringLiteral("/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so")));
+        using memlens::capture::isTorchLibrary;
+        QVERIFY(isTorchLibrary("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0"));
+        QVERIFY(isTorchLibrary("/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so"));
+        QVERIFY(isTorchLibrary("/usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so"));
+        QVERIFY(!isTorchLibrary("/usr/lib/python3/dist-packages/torchvision/_C.so"));
+        QVERIFY(!isTorchLibrary("/home/me/libtorch/notes.txt"));
+        QVERIFY(!isTorchLibrary("/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"));
     }
 
     // The torch job is listed with its command line; the plain Python process, the recorded job

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memlens::capture {
@@ -28,6 +29,9 @@ struct ProcessProbe {
 
 ProcessProbe probeProcess(int64_t pid);
 
+// Whether a mapped file is torch's: libtorch*.so* or torch/_C.*.so (not torchvision's _C).
+bool isTorchLibrary(std::string_view mappedPath);
+
 // Whether the process probed is still the one running under its pid.
 bool stillRunning(const ProcessProbe& p);
 
@@ -39,8 +43,5 @@ bool canTraceAny();
 
 // kernel.yama.ptrace_scope (nullopt without Yama).
 std::optional<int> yamaPtraceScope();
-
-// The PIDs of this user's processes that have loaded torch (readable /proc/PID/maps).
-std::vector<int64_t> torchProcesses();
 
 } // namespace memlens::capture
