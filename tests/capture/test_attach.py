@@ -67,13 +67,15 @@ class Lines(object):
 class Job(object):
     """attach_target.py with its gates; the output of both streams together."""
 
-    def __init__(self, name, gates, residue=False, env=None):
+    def __init__(self, name, gates, residue=False, env=None, device=None):
         self.gates = {n: os.path.join(TMP, "%s-gate-%d" % (name, n)) for n in gates}
         args = [A.python, JOB, str(STEPS)]
         for i, (n, path) in enumerate(sorted(self.gates.items()), 1):
             args += ["--gate%d" % i, str(n), path]
         if residue:
             args.append("--residue")
+        if device:
+            args += ["--device", device]
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                                   env=env)
         self.out = Lines(self.p.stdout)
@@ -89,9 +91,9 @@ class Job(object):
         return self.p.wait(timeout=120), text
 
 
-def unattached(gates, residue=False):
+def unattached(gates, residue=False, device=None):
     """The job's output and exit status without memlens (every gate opened when reached)."""
-    job = Job("plain", gates, residue)
+    job = Job("plain", gates, residue, device=device)
     for n in sorted(gates):
         job.at_gate(n)
         job.open_gate(n)
@@ -276,6 +278,45 @@ def case_errors():
     finally:
         open(gate, "w").close()
         check(rec.wait(timeout=120) == 0, "the recorded job ends normally")
+
+
+def case_cuda():
+    """On a CUDA job (the GPU script): the allocator history covers the time after the attach,
+    snapshots come at the chosen iteration and at the detach, and the detach turns the history
+    off again (the job's own report)."""
+    if subprocess.run([A.python, "-c", "import torch, sys; sys.exit(not torch.cuda.is_available())"]).returncode:
+        print("no CUDA device: skipped")
+        return SKIP
+    want_rc, want_out = unattached([3, 6], residue=True, device="cuda")
+    job = Job("cuda", [3, 6], residue=True, device="cuda")
+    job.at_gate(3)
+    out = os.path.join(TMP, "cuda.memlens")
+    cli, lines = attach(job.p.pid, out, "--snapshot-iterations", "2")
+    lines.wait_for("memlens: attached to process", "memlens-cli reports the attach")
+    job.open_gate(3)
+    job.at_gate(6)
+    cli.send_signal(signal.SIGINT)
+    check(cli.wait(timeout=300) == 0, "Ctrl-C detaches, exit 0")
+    job.open_gate(6)
+    rc, text = job.finish()
+    check(rc == want_rc == 0 and text == want_out and "torch history on: no" in text,
+          "the job ends as unattached, its allocator history off again")
+    s = cli_json("session", out, "--json")
+    attached_us = s["process"]["info"]["attached"]["time_us"]
+    snaps = [(x["iteration"], x["trigger"]) for x in s["snapshots"]]
+    check(snaps == [(2, "iteration"), (3, "detach")], "snapshots at iteration 2 and at the detach (%s)" % snaps)
+    pick = os.path.join(TMP, "detach.pickle")
+    subprocess.run([A.cli, "export", out, "--snapshot", "last", "-o", pick], check=True)
+    import pickle
+    with open(pick, "rb") as f:
+        snap = pickle.load(f)
+    trace = [e for t in snap.get("device_traces", []) for e in t]
+    times = [e["time_us"] for e in trace if "time_us" in e]
+    last_end = s["iterations"][-1]["end_us"]
+    check(trace and times and min(times) >= attached_us and max(times) >= last_end - 1000000 and
+          any(e["action"] == "alloc" for e in trace),
+          "the history covers the time after the attach: %d entries from %d us after it" %
+          (len(trace), (min(times) - attached_us) if times else -1))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -227,6 +227,15 @@ for c in graph_kept eval_with_grad kept_on_device previous_batch grads_kept vari
   note "mistakes: $c (cuda)" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
 done
 
+# memlens-cli attach on a CUDA job started without memlens: the history covers the time after the
+# attach, snapshots at an iteration and at the detach, the history off again after it.
+say "attach (--device cuda)"
+t=$SECONDS
+out=$(timeout 300 "$PY" "$SRC/tests/capture/test_attach.py" --cli "$CLI" --python "$PY" --case cuda 2>&1)
+rc=$?
+echo "$out" | tail -n 20
+note "attach: cuda" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
 "$PY" - "$CLI" "$RESULTS" "$CHECKS" "$WORK" <<'EOF'

@@ -6,7 +6,8 @@ after step GATE1 (--gate1 FILE) and after step GATE2 (--gate2 FILE); while it wa
 Python code (short sleeps), so an injected pending call runs. It prints "waiting N" at a gate,
 "step N loss L" per step (deterministic: seeded), and a final line. With --residue it prints
 what memlens could have left behind: patched torch functions, threads, sys.path entries, modules.
-Usage: attach_target.py STEPS [--gate1 N FILE] [--gate2 N FILE] [--residue]"""
+--device cuda trains on the GPU (tests/capture/test_attach.py --case cuda, the GPU script).
+Usage: attach_target.py STEPS [--gate1 N FILE] [--gate2 N FILE] [--residue] [--device D]"""
 import argparse
 import os
 import sys
@@ -50,17 +51,19 @@ def main():
     ap.add_argument("--gate1", nargs=2)
     ap.add_argument("--gate2", nargs=2)
     ap.add_argument("--residue", action="store_true")
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     path_before = list(sys.path)
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(a.steps * 8, 32), torch.randn(a.steps * 8, 1))
     loader = DataLoader(data, batch_size=8, shuffle=False)
-    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1)).to(a.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     before = watched()  # after the optimizer: torch 1.13 wraps its class's step() at the first one
     g1 = (int(a.gate1[0]), a.gate1[1]) if a.gate1 else (None, None)
     g2 = (int(a.gate2[0]), a.gate2[1]) if a.gate2 else (None, None)
     for step, (x, y) in enumerate(loader, 1):
+        x, y = x.to(a.device), y.to(a.device)
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
