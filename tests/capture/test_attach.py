@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from capture_cases import Failure, check, run_case  # noqa: E402
@@ -264,6 +265,23 @@ def case_errors():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+    if A.example:
+        # a LibTorch program: cannot be attached; the message points to the capture library
+        prog = subprocess.Popen([A.example, "--steps", "1000000", "--epochs", "1000"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            maps = "/proc/%d/maps" % prog.pid
+            deadline = time.monotonic() + 60
+            while prog.poll() is None and time.monotonic() < deadline:  # until the loader mapped libtorch
+                with open(maps) as f:
+                    if "libtorch" in f.read():
+                        break
+            fails("LibTorch program", [str(prog.pid), "-o", out], ["is a LibTorch program", "memlens::capture"])
+        finally:
+            prog.kill()
+            prog.wait()
+    else:
+        print("  (no --example: the LibTorch refusal is not tested)")
     # a job under memlens-cli record already has an agent
     rec_out = os.path.join(TMP, "rec.memlens")
     gate = os.path.join(TMP, "rec-gate")
@@ -328,6 +346,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ap.add_argument("--example", help="memlens-capture-example (a LibTorch program)")
     A = ap.parse_args()
     if subprocess.run([A.python, "-c", "import torch"], capture_output=True).returncode != 0:
         print("%s has no torch: skipped" % A.python)
