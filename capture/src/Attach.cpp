@@ -72,14 +72,6 @@ void replace(std::string& text, const std::string& key, const std::string& value
     text.replace(text.find(key), key.size(), value);
 }
 
-std::string hostName() {
-    char h[256] = {};
-    ::gethostname(h, sizeof h - 1);
-    return h;
-}
-
-std::string jsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 std::string versionText(const ProcessProbe& p) {
     return p.pythonMajor ? std::to_string(p.pythonMajor) + "." + std::to_string(p.pythonMinor) : std::string("?");
 }
@@ -139,28 +131,8 @@ RecorderResult runAttach(const AttachOptions& o) {
                                 "(sudo apt-get install gdb)");
     }
 
-    // Signals: handled synchronously on this thread (and blocked in every thread we start).
-    sigset_t handled, old;
-    sigemptyset(&handled);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1}) sigaddset(&handled, s);
-    pthread_sigmask(SIG_BLOCK, &handled, &old);
-    struct sigaction ignore {}, oldPipe {};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ignore, &oldPipe);
-    struct Restore {
-        sigset_t* old;
-        struct sigaction* pipe;
-        ~Restore() {
-            sigaction(SIGPIPE, pipe, nullptr);
-            pthread_sigmask(SIG_SETMASK, old, nullptr);
-        }
-    } restore{&old, &oldPipe};
-    auto waitSignal = [&](int ms) -> int {
-        timespec ts{ms / 1000, (ms % 1000) * 1000000L};
-        siginfo_t si{};
-        int s = ::sigtimedwait(&handled, &si, &ts);
-        return s < 0 ? 0 : s;
-    };
+    SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGUSR1});
+    auto waitSignal = [&](int ms) { return signals.wait(ms); };
 
     SocketDir sock;
     makeSocket(sock);

@@ -141,17 +141,6 @@ std::string findAgentDir() {
 
 // ----- the recorder ------------------------------------------------------------------------------
 
-namespace {
-
-std::string hostName() {
-    char h[256] = {};
-    ::gethostname(h, sizeof h - 1);
-    return h;
-}
-
-std::string jsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-} // namespace
 
 RecorderResult runRecorder(const RecorderOptions& o) {
     if (o.command.empty()) throw RecorderError("no command to run");
@@ -197,21 +186,9 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     argv.push_back(nullptr);
 
     // Signals: handled synchronously on this thread (and blocked in every thread we start).
-    sigset_t handled, old;
-    sigemptyset(&handled);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&handled, s);
-    pthread_sigmask(SIG_BLOCK, &handled, &old);
-    struct sigaction ignore {}, oldPipe {};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ignore, &oldPipe);
-    struct Restore {
-        sigset_t* old;
-        struct sigaction* pipe;
-        ~Restore() {
-            sigaction(SIGPIPE, pipe, nullptr);
-            pthread_sigmask(SIG_SETMASK, old, nullptr);
-        }
-    } restore{&old, &oldPipe};
+    SignalScope signals({SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD});
+    const sigset_t old = signals.previousMask();
+    const struct sigaction oldPipe = signals.previousPipe();
 
     int execErr[2];
     if (::pipe2(execErr, O_CLOEXEC) != 0) throw RecorderError(std::string("pipe: ") + std::strerror(errno));
@@ -264,10 +241,9 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     int status = 0;
     bool exited = false;
     auto waitSignal = [&](int ms) -> int {
-        timespec ts{ms / 1000, (ms % 1000) * 1000000L};
         siginfo_t si{};
-        int s = ::sigtimedwait(&handled, &si, &ts);
-        if (s < 0) return 0;
+        int s = signals.wait(ms, &si);
+        if (s == 0) return 0;
         if (s == SIGUSR1) {
             server.requestSnapshot();
         } else if (s != SIGCHLD) {

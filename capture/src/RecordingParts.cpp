@@ -6,10 +6,41 @@
 #include <mutex>
 #include <set>
 
+#include <unistd.h>
+
 namespace memlens::capture {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+SignalScope::SignalScope(std::initializer_list<int> signals) {
+    sigemptyset(&handled_);
+    for (int s : signals) sigaddset(&handled_, s);
+    pthread_sigmask(SIG_BLOCK, &handled_, &old_);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, &oldPipe_);
+}
+
+SignalScope::~SignalScope() {
+    sigaction(SIGPIPE, &oldPipe_, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+int SignalScope::wait(int ms, siginfo_t* info) const {
+    timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+    siginfo_t si{};
+    int s = ::sigtimedwait(&handled_, info ? info : &si, &ts);
+    return s < 0 ? 0 : s;
+}
+
+std::string hostName() {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    return h;
+}
+
+std::string jsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::unique_ptr<Nvml> loadNvmlInto(json& info, model::SessionProcess& initial) {
     std::string why;

@@ -10,10 +10,35 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <string>
 
 namespace memlens::capture {
+
+// Signals handled synchronously on the recorder's thread: blocked here (and so in every thread
+// started after), SIGPIPE ignored; both put back when the scope ends.
+class SignalScope {
+public:
+    explicit SignalScope(std::initializer_list<int> signals);
+    ~SignalScope();
+    SignalScope(const SignalScope&) = delete;
+    SignalScope& operator=(const SignalScope&) = delete;
+    // Waits at most ms for one of the signals; returns it (0: none came), its details in *info.
+    int wait(int ms, siginfo_t* info = nullptr) const;
+    const sigset_t& previousMask() const { return old_; }
+    const struct sigaction& previousPipe() const { return oldPipe_; }
+
+private:
+    sigset_t handled_{}, old_{};
+    struct sigaction oldPipe_ {};
+};
+
+std::string hostName();
+std::string jsonText(const nlohmann::json& j);
 
 // Loads NVML; records what it found in info["nvml"] and the devices in initial.devicesJson.
 std::unique_ptr<Nvml> loadNvmlInto(nlohmann::json& info, model::SessionProcess& initial);

@@ -889,6 +889,15 @@ def _register_fork_handler():
         _fork_handler.append(True)
 
 
+def parse_config(text):
+    """The recorder's capture settings (JSON); {} when they are not an object."""
+    try:
+        config = json.loads(text)
+    except ValueError:
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
 def start_from_environment():
     """Connects to the recorder named in the environment. Every Python process of the job does
     (the variables stay for its children: torchrun's and torch.multiprocessing.spawn's workers);
@@ -901,12 +910,7 @@ def start_from_environment():
     config_text = os.environ.get("MEMLENS_AGENT_CONFIG") or "{}"
     if not path:
         return None
-    try:
-        config = json.loads(config_text)
-        if not isinstance(config, dict):
-            config = {}
-    except ValueError:
-        config = {}
+    config = parse_config(config_text)
     channel = _channel.Channel(path)
     agent = Agent(channel, config)
     _hello(channel)

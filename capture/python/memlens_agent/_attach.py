@@ -22,7 +22,6 @@ session it writes to), torch not imported.
 """
 
 import gc
-import json
 import sys
 import threading
 
@@ -64,12 +63,7 @@ def _start(channel, config_text):
     if torch is None or not hasattr(torch, "cuda"):
         _refuse(channel, "torch")
         return
-    try:
-        config = json.loads(config_text)
-        if not isinstance(config, dict):
-            config = {}
-    except ValueError:
-        config = {}
+    config = _agent.parse_config(config_text)
     config["attached"] = True
     agent = _agent.Agent(channel, config)
     agent.partial = True  # the iteration under way at the attach is not one of ours
