@@ -164,6 +164,7 @@ bool Session::Impl::takeSnapshot(const std::string& trigger, int64_t iteration, 
     json head = {{"t", "snapshot"}, {"iteration", iteration}, {"trigger", trigger}, {"time_us", t},
                  {"info", {{"torch", TORCH_VERSION}, {"max_entries", cfg.maxEntries}, {"stacks", cfg.stacks},
                            {"stack_depth", nullptr}, {"producer", "torch::cuda::_memory_snapshot_pickled"}}}};
+    if (nlohmann::json c = detail::watchedCategories(); !c.empty()) head["info"]["categories"] = std::move(c);
     if (cfg.stackDepth > 0) {
         head["info"]["stack_depth_requested"] = cfg.stackDepth;
         head["info"]["stack_depth_note"] = kStackDepthNote;

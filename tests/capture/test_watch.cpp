@@ -5,6 +5,7 @@
 // saved tensors are not listed, growth per phase, roots held weakly, roots sharing a node grouped.
 #include "memlens/capture/Session.h"
 #include "memlens/capture/Watch.h"
+#include "memlens/capture/WatchModel.h"
 #include "memlens/model/GraphScans.h"
 #include "memlens/model/SessionFile.h"
 
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <set>
 
@@ -237,4 +239,46 @@ TEST(Watch, ScansCanBeTurnedOff) {
     EXPECT_EQ(d.iteration, 3);
     ASSERT_EQ(d.graphs.size(), 1u);
     EXPECT_EQ(d.graphs[0].rootGradFn, "MulBackward1");  // by a scalar
+}
+
+// The categories a snapshot's info carries for a watched model and optimizer (WatchModel.h): the
+// storages of the parameters, gradients and optimizer state, by address and size, each once.
+TEST(Watch, CategoriesOfAWatchedModelAndOptimizer) {
+    EXPECT_TRUE(capture::detail::watchedCategories().empty());  // nothing watched
+    auto net = std::make_shared<torch::nn::LinearImpl>(16, 8);   // weight 8x16, bias 8 (float)
+    torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
+    capture::watchModel(net);
+    capture::watchOptimizer(adam);
+    auto byPtr = [](const nlohmann::json& list) {
+        std::map<uintptr_t, uint64_t> m;
+        for (const auto& e : list) m[e[0].get<uintptr_t>()] = e[1].get<uint64_t>();
+        return m;
+    };
+    auto ptr = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().data()); };
+    // before a step: parameters only
+    nlohmann::json c = capture::detail::watchedCategories();
+    std::map<uintptr_t, uint64_t> params = {{ptr(net->weight), 8 * 16 * 4}, {ptr(net->bias), 8 * 4}};
+    EXPECT_EQ(byPtr(c["parameter"]), params);
+    EXPECT_TRUE(c["gradient"].empty());
+    EXPECT_TRUE(c["optimizer_state"].empty());
+    // after a step: gradients and Adam's exp_avg and exp_avg_sq per parameter
+    net->forward(torch::randn({4, 16})).sum().backward();
+    adam.step();
+    c = capture::detail::watchedCategories();
+    EXPECT_EQ(byPtr(c["parameter"]), params);
+    std::map<uintptr_t, uint64_t> grads = {{ptr(net->weight.grad()), 8 * 16 * 4}, {ptr(net->bias.grad()), 8 * 4}};
+    EXPECT_EQ(byPtr(c["gradient"]), grads);
+    std::map<uintptr_t, uint64_t> state;
+    for (auto& [key, s] : adam.state()) {
+        auto& a = static_cast<torch::optim::AdamParamState&>(*s);
+        state[ptr(a.exp_avg())] = a.exp_avg().numel() * 4;
+        state[ptr(a.exp_avg_sq())] = a.exp_avg_sq().numel() * 4;
+    }
+    ASSERT_EQ(state.size(), 4u);
+    EXPECT_EQ(byPtr(c["optimizer_state"]), state);
+    uint64_t stateBytes = 0;
+    for (auto& [p, b] : state) stateBytes += b;
+    EXPECT_EQ(stateBytes, 2u * (8 * 16 + 8) * 4);
+    capture::unwatchModel();
+    EXPECT_TRUE(capture::detail::watchedCategories().empty());
 }

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     net->to(dev);
     memlens::capture::watchModel(net);
     torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(0.01));
+    memlens::capture::watchOptimizer(optimizer);  // its state is tagged in CUDA snapshots
     for (int step = 0; step < steps; ++step) {
         if (fixed) net->zero_grad(/*set_to_none=*/true);
         else optimizer.zero_grad();

@@ -15,10 +15,20 @@
 // at every step and are not counted.
 //
 // The model is held weakly; watching another replaces it. Thread-safe.
+//
+// Categories. With a watched model (and, with watchOptimizer, its optimizer) every allocator
+// snapshot's info carries `categories` as the Python agent writes them: the storages of the
+// parameters, gradients and optimizer state (Adam/AdamW, SGD, RMSprop, Adagrad, LBFGS) by
+// address, so the window and `memlens-cli check` show exact categories instead of estimates.
+#include <nlohmann/json.hpp>
+
 #include <memory>
 
 namespace torch::nn {
 class Module;
+}
+namespace torch::optim {
+class Optimizer;
 }
 
 namespace memlens::capture {
@@ -26,11 +36,19 @@ namespace memlens::capture {
 class Session;
 
 void watchModel(const std::shared_ptr<torch::nn::Module>& model);
-void unwatchModel();
+void unwatchModel();  // the model and the optimizer
+
+// The optimizer whose state is tagged. Held by reference: call unwatchModel(), or watch another,
+// before it goes away.
+void watchOptimizer(torch::optim::Optimizer& optimizer);
 
 namespace detail {
 // Called by Session::step after iteration INDEX ended: the `forward` marker of that iteration.
 void recordModelAfterStep(Session& session, int64_t index);
+// {"parameter": [[data_ptr, bytes], ...], "gradient", "optimizer_state", "input"}: the storages of
+// the watched model and optimizer, each once, in that order of precedence; an empty object when
+// nothing is watched.
+nlohmann::json watchedCategories();
 } // namespace detail
 
 } // namespace memlens::capture
