@@ -130,9 +130,30 @@ IterationSplit iterationsFromPattern(const Snapshot& snapshot, int device) {
             }
             return true;
         };
+        // Steps, not a loop inside one step: the other stacks of that count allocate about once
+        // per period too. In a trace of one step of a many-layer model, the layers' forward
+        // stacks recur as often as their backward ones, but each group sits in one part of the
+        // trace: the backward's all after the last forward repeat, or the forward's all before
+        // the first backward one.
+        auto consistent = [&](StackId anchor, const std::vector<int64_t>& positions) {
+            size_t others = 0, ok = 0;
+            std::vector<uint32_t> bins(positions.size() + 1);
+            for (const auto& [stack, where] : at) {
+                if (stack == anchor) continue;
+                ++others;
+                std::fill(bins.begin(), bins.end(), 0);
+                uint32_t most = 0;
+                for (const int64_t i : where) {
+                    const auto bin = std::upper_bound(positions.begin(), positions.end(), i) - positions.begin();
+                    most = std::max(most, ++bins[static_cast<size_t>(bin)]);
+                }
+                ok += most <= 2;
+            }
+            return others == 0 || 5 * ok >= 4 * others;
+        };
         for (const auto& [f, stack] : candidates) {
             const std::vector<int64_t>& positions = at[stack];
-            if (!evenlySpaced(positions) || !interleaved(stack, positions)) continue;
+            if (!evenlySpaced(positions) || !interleaved(stack, positions) || !consistent(stack, positions)) continue;
             for (size_t k = 0; k < positions.size(); ++k) {
                 Iteration it;
                 it.number = static_cast<int64_t>(k) + 1;
@@ -152,10 +173,80 @@ IterationSplit iterationsFromPattern(const Snapshot& snapshot, int device) {
     return out;
 }
 
+// Iterations from annotations that mark a point of each step rather than number it: the ends of
+// `Optimizer.step#…` ranges (an iteration ends with its step), else the starts of
+// `enumerate(DataLoader)#…` ranges (one begins with its batch). What follows the last step is an
+// unfinished iteration when it allocates.
+IterationSplit iterationsFromStepMarkers(const Snapshot& snapshot, int device) {
+    IterationSplit out;
+    const DeviceData* dd = snapshot.device(device);
+    if (!dd || dd->trace.rows() == 0) return out;
+    const TraceColumns& t = dd->trace;
+    const auto n = static_cast<int64_t>(t.rows());
+    for (int64_t i = 0; i < n; ++i)
+        if (!(t.flags[i] & TraceColumns::HasTime)) return out;
+    auto times = [&](std::string_view prefix, bool start) {
+        std::vector<int64_t> at;
+        for (const Annotation& a : snapshot.annotations)
+            if (a.start == start && a.timeUs >= 0 && (a.device == device || a.device < 0 || snapshot.devices.size() <= 1) &&
+                snapshot.str(a.name).substr(0, prefix.size()) == prefix)
+                at.push_back(a.timeUs);
+        std::sort(at.begin(), at.end());
+        return at;
+    };
+    auto firstAfter = [&](int64_t time) {  // the first entry later than time
+        return static_cast<int64_t>(std::upper_bound(t.timeUs.begin(), t.timeUs.begin() + n, time) - t.timeUs.begin());
+    };
+    std::vector<int64_t> cuts;  // entries that begin an iteration (after the first)
+    std::string what;
+    if (std::vector<int64_t> ends = times("Optimizer.step#", false); !ends.empty()) {
+        for (int64_t e : ends) cuts.push_back(firstAfter(e));
+        what = "Optimizer.step";
+    } else if (std::vector<int64_t> starts = times("enumerate(DataLoader)#", true); starts.size() >= 2) {
+        for (size_t k = 1; k < starts.size(); ++k) cuts.push_back(firstAfter(starts[k] - 1));
+        what = "enumerate(DataLoader)";
+    } else {
+        return out;
+    }
+    int64_t begin = what == "enumerate(DataLoader)" ? firstAfter(times("enumerate(DataLoader)#", true).front() - 1) : 0;
+    for (const int64_t cut : cuts) {
+        if (cut <= begin) continue;
+        Iteration it;
+        it.number = static_cast<int64_t>(out.iterations.size()) + 1;
+        it.name = "iteration " + std::to_string(it.number);
+        it.firstEntry = begin;
+        it.lastEntry = cut - 1;
+        out.iterations.push_back(std::move(it));
+        begin = cut;
+    }
+    bool tailAllocates = false;
+    for (int64_t i = begin; i < n && !tailAllocates; ++i) tailAllocates = isAlloc(t.action[i]);
+    if (tailAllocates) {
+        Iteration it;
+        it.number = static_cast<int64_t>(out.iterations.size()) + 1;
+        it.name = "iteration " + std::to_string(it.number);
+        it.firstEntry = begin;
+        it.lastEntry = n - 1;
+        out.iterations.push_back(std::move(it));
+        out.lastIncomplete = what == "Optimizer.step" || hasOom(t, out.iterations.back());
+    } else if (!out.iterations.empty()) {
+        out.iterations.back().lastEntry = n - 1;
+    }
+    if (out.iterations.empty()) return out;
+    out.source = IterationSource::Annotations;
+    out.note = "from the snapshot's " + what + " annotations (one iteration per " +
+               (what == "Optimizer.step" ? "optimizer step" : "DataLoader batch") + ")";
+    return out;
+}
+
 IterationSplit splitIterations(const Snapshot& snapshot, int device) {
     IterationSplit out;
     out.iterations = detectIterations(snapshot, device);
-    if (out.iterations.empty()) return iterationsFromPattern(snapshot, device);
+    if (out.iterations.empty()) {
+        if (IterationSplit marked = iterationsFromStepMarkers(snapshot, device); !marked.iterations.empty())
+            return marked;
+        return iterationsFromPattern(snapshot, device);
+    }
     out.source = IterationSource::Annotations;
     const DeviceData* dd = snapshot.device(device);
     // open at the end: the last range never got its END annotation

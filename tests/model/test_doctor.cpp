@@ -63,6 +63,53 @@ TEST(Doctor, IterationsFromThePatternMatchTheLoop) {
     }
 }
 
+// A snapshot dumped after one step of a many-layer model: the layers' stacks recur once per
+// layer, evenly, but they are layers, not steps. With six steps the same code splits into six.
+TEST(Doctor, OneStepOfManyLayersIsNotManyIterations) {
+    Job job;
+    job.annotate = false;
+    job.sameLayerCode = true;
+    job.layers = 24;
+    job.iterations = 1;
+    const IterationSplit one = splitIterations(snapshotOf(job), 0);
+    EXPECT_TRUE(one.iterations.size() <= 1) << one.iterations.size() << " iterations: " << one.note;
+    job.iterations = 6;
+    const IterationSplit six = splitIterations(snapshotOf(job), 0);
+    EXPECT_EQ(six.source, IterationSource::Pattern);
+    EXPECT_EQ(six.iterations.size(), 6u) << six.note;
+}
+
+// torch's own Optimizer.step#… ranges: an iteration ends with its step; what follows the last
+// step is an unfinished one (a snapshot dumped after one step of a 24-layer model is one step).
+TEST(Doctor, OptimizerStepAnnotationsEndIterations) {
+    Job job;
+    job.annotate = false;
+    job.stepAnnotations = true;
+    job.iterations = 5;
+    const Snapshot s = snapshotOf(job);
+    const IterationSplit split = splitIterations(s, 0);
+    EXPECT_EQ(split.source, IterationSource::Annotations);
+    ASSERT_EQ(split.iterations.size(), 5u) << split.note;
+    EXPECT_FALSE(split.lastIncomplete);
+    const TraceColumns& t = s.device(0)->trace;
+    for (size_t k = 1; k < split.iterations.size(); ++k) {  // each after the first allocates its batch first
+        int64_t i = split.iterations[k].firstEntry;
+        while (t.action[i] != Action::Alloc) ++i;
+        EXPECT_EQ(t.size[i], job.batch) << k;
+    }
+    job.cutLast = true;
+    const IterationSplit cut = splitIterations(snapshotOf(job), 0);
+    EXPECT_EQ(cut.iterations.size(), 6u);
+    EXPECT_TRUE(cut.lastIncomplete);
+    Job one;
+    one.annotate = false;
+    one.stepAnnotations = true;
+    one.sameLayerCode = true;
+    one.layers = 24;
+    one.iterations = 1;
+    EXPECT_EQ(splitIterations(snapshotOf(one), 0).iterations.size(), 1u);
+}
+
 TEST(Doctor, ATraceCutInsideAnIterationSaysSo) {
     for (bool annotate : {true, false}) {
         Job job;

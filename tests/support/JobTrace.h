@@ -29,6 +29,11 @@ struct Job {
     uint64_t parameter = 1 * MiB;
     bool annotate = true;
     bool cutLast = false;  // the trace ends in the middle of one more iteration's forward pass
+    // every layer runs the same code (a loop over identical blocks, as transformers do): two
+    // allocations per layer in forward (the same two stacks for all layers), one temporary per
+    // layer in backward
+    bool sameLayerCode = false;
+    bool stepAnnotations = false;  // only the optimizer's Optimizer.step#Adam.step ranges (torch's own)
 
     // mistakes
     std::vector<uint64_t> graphKept;  // per iteration: tensors of train.py:81's computation kept together
@@ -97,7 +102,10 @@ inline std::string pickle(const Job& job) {
         if (job.annotate) w.note("START", name);
         const uint64_t batch = w.alloc(job.batch, userFrames("main", 35));
         std::vector<uint64_t> acts;
-        for (int l = 0; l < job.layers; ++l) acts.push_back(w.alloc(job.activation, forwardFrames(l)));
+        for (int l = 0; l < job.layers; ++l) {
+            acts.push_back(w.alloc(job.activation, forwardFrames(job.sameLayerCode ? 0 : l)));
+            if (job.sameLayerCode) acts.push_back(w.alloc(job.activation / 2, forwardFrames(100)));
+        }
         if (cut) break;
         if (job.keptLogits) w.alloc(job.keptLogits, forwardFrames(job.layers));  // kept: never freed
         const uint64_t loss = w.alloc(512, userFrames("train_step", 41, {frame("cross_entropy", "/venv/lib/python3.11/site-packages/torch/nn/functional.py", 3000),
@@ -107,17 +115,24 @@ inline std::string pickle(const Job& job) {
             w.alloc(job.graphKept[k], userFrames("main", 81, {frame("aux_entropy", "/home/me/train.py", 70 + static_cast<int>(k))}));
         if (job.cacheGrowth) w.alloc(job.cacheGrowth, userFrames("main", 60));
         // backward
+        if (job.sameLayerCode)
+            for (int l = 0; l < job.layers; ++l) {
+                P frames = list({frame("AddmmBackward0::apply", "??", 0), frame("torch::autograd::Engine::evaluate_function", "??", 0)});
+                w.free(w.alloc(job.activation / 4, frames));
+            }
         for (uint64_t a : acts) w.free(a);
         if (grads.empty())
             for (int p = 0; p < job.parameters; ++p) grads.push_back(w.alloc(job.parameter, backwardFrames()));
         w.free(loss);
         // step
+        if (job.stepAnnotations) w.note("START", "Optimizer.step#Adam.step");
         if (!stateMade) {
             for (int p = 0; p < 2 * job.parameters; ++p) w.alloc(job.parameter, optimizerFrames());
             stateMade = true;
         }
         const uint64_t tmp = w.alloc(job.parameter, optimizerFrames());
         w.free(tmp);
+        if (job.stepAnnotations) w.note("END", "Optimizer.step#Adam.step");
         // zero_grad(set_to_none=True) frees them; in place keeps them
         if (!job.gradsKept) {
             for (uint64_t g : grads) w.free(g);
