@@ -226,10 +226,13 @@ class Doctor(object):
         self.pcache = None             # parameters(): (weakref module, weakrefs, iteration, ...)
         self.compiling = lambda: False
         self.main_ident = threading.main_thread().ident
+        self.inference_enabled = lambda: False
+        self.dtype_names = {}          # torch dtype -> "float32"
 
     # -- installation ----------------------------------------------------------------------------
     def install(self, torch):
         self.torch = torch
+        self.inference_enabled = getattr(torch, "is_inference_mode_enabled", None) or (lambda: False)
         self.tensor_t = torch.Tensor
         getters = [g for g in _STORAGE_GETTERS if hasattr(torch.Tensor, g)]
         if getters:
@@ -309,19 +312,17 @@ class Doctor(object):
         return out
 
     def before(self, mod, args, kwargs):
+        """The first top-level call of an iteration: what the rules need, gathered cheaply (this
+        runs once per iteration on the training thread; encoding is the sender thread's)."""
         t0 = _now_us()
         a = self.agent
-        a.on_forward_top(mod, t0)
+        if a.fwd_mode:
+            a.on_forward_top(mod, t0)
         it = a.index + 1
         if it == self.marked:
             return None        # not the first top-level call of this iteration
         self.marked = it
         torch = self.torch
-        tensor_t = self.tensor_t
-        d = {"module": type(mod).__name__, "training": bool(mod.training),
-             "grad_enabled": bool(torch.is_grad_enabled())}
-        inf = getattr(torch, "is_inference_mode_enabled", None)
-        d["inference_mode"] = bool(inf()) if inf is not None else False
         params, device, n, nb = self.parameters(mod, it)
         gn = gb = 0
         for p in params:
@@ -330,33 +331,43 @@ class Doctor(object):
                 gn += 1
                 gb += g.numel() * g.element_size()
         del params
-        d["device"] = device
-        d["params"] = {"count": n, "bytes": nb}
-        d["grads"] = {"count": gn, "bytes": gb}
+        d = {"module": type(mod).__name__, "training": mod.training, "grad_enabled": torch.is_grad_enabled(),
+             "inference_mode": bool(self.inference_enabled()), "device": device,
+             "params": {"count": n, "bytes": nb}, "grads": {"count": gn, "bytes": gb}}
         # inputs: up to MAX_INPUTS tensors, one level into tuples/lists/dicts
+        tensor_t = self.tensor_t
         inputs = []
-        for v in list(args) + list(kwargs.values()):
-            inputs.extend(tensors_in(v, tensor_t, MAX_INPUTS))
+        for v in (args if not kwargs else tuple(args) + tuple(kwargs.values())):
+            if isinstance(v, tensor_t):
+                inputs.append(v)
+            else:
+                inputs.extend(tensors_in(v, tensor_t, MAX_INPUTS))
             if len(inputs) >= MAX_INPUTS:
+                del inputs[MAX_INPUTS:]
                 break
-        del inputs[MAX_INPUTS:]
         keys = set()
         desc = []
+        names = self.dtype_names
+        refs = []
         for t in inputs:
             key, snb = storage_key(t)
             if key is not None:
                 keys.add(key)
-            desc.append({"bytes": _tensor_bytes(t), "storage_bytes": snb, "shape": list(t.shape),
-                         "dtype": str(t.dtype).replace("torch.", ""), "device": str(t.device)})
-        d["inputs"] = desc
-        d["previous_inputs"] = self.previous(keys)
-        self.model = weakref.ref(mod)
-        refs = []
-        for t in inputs:
+            dt = t.dtype
+            name = names.get(dt)
+            if name is None:
+                name = names[dt] = str(dt).replace("torch.", "")
+            desc.append({"bytes": t.numel() * t.element_size(), "storage_bytes": snb, "shape": list(t.shape),
+                         "dtype": name, "device": str(t.device)})
             try:
                 refs.append(weakref.ref(t))
             except TypeError:
                 pass
+        d["inputs"] = desc
+        d["previous_inputs"] = self.previous(keys)
+        r = self.model
+        if r is None or r() is not mod:
+            self.model = weakref.ref(mod)
         self.cur_inputs = refs
         return (t0, it, d)
 
