@@ -17,6 +17,11 @@ FindingFix fixOf(const Finding& f) {
         fix.asked = "the " + f.rule + " finding fixed (its allocations freed at the end of their iteration)";
         return fix;
     }
+    if (f.rule == rule::kFragmentation && f.expandableAlready) {
+        fix.why = "expandable segments are already on: what is left to fix is the program (freeing long-lived "
+                  "tensors sooner, allocating the big buffers first), which the trace cannot replay";
+        return fix;
+    }
     if (f.rule == rule::kFragmentation) {
         fix.possible = true;
         fix.settings = {{"expandable_segments", "True"}};

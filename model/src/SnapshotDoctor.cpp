@@ -10,6 +10,7 @@
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -46,6 +47,22 @@ struct Context {
     }
     StackRole role(StackId s) const { return s < roles.size() ? roles[s] : StackRole::Unknown; }
 };
+
+// Whether the allocator already runs with expandable segments: a segment says so, or the
+// snapshot's allocator_settings (expandable_segments, or PYTORCH_CUDA_ALLOC_CONF naming it).
+bool expandableSegmentsOn(const Context& c) {
+    for (const Segment& seg : c.device.segments)
+        if (seg.isExpandable) return true;
+    for (const auto& [key, value] : c.snapshot.allocatorSettings) {
+        std::string v = value;
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (key == "expandable_segments" && (v == "true" || v == "1")) return true;
+        if (key == "PYTORCH_CUDA_ALLOC_CONF" && (v.find("expandable_segments:true") != std::string::npos ||
+                                                 v.find("expandable_segments: true") != std::string::npos))
+            return true;
+    }
+    return false;
+}
 
 void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
     const TraceColumns& t = c.trace;
@@ -309,8 +326,12 @@ void variableLengthRule(Context& c, std::vector<Finding>& out) {
     f.evidence = "Live memory at the start of each iteration stays within " + formatBytes(*bMax - *bMin) +
                  ", but peaks range from " + formatBytes(*pMin) + " to " + formatBytes(*pMax) + " (median " + formatBytes(median) + ")" +
                  (ratchets ? "; " + std::to_string(ratchets) + " iterations reached a new maximum and reserved new segments for it" : std::string()) + ".";
-    f.fix = "Bucket or pad inputs to a few fixed lengths (or cap the length); `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` "
-            "keeps the cache from ratcheting up.";
+    f.expandableAlready = expandableSegmentsOn(c);
+    f.fix = f.expandableAlready
+                ? "Bucket or pad inputs to a few fixed lengths (or cap the length); expandable segments are already on, "
+                  "so the cache grows by pages, but the peak still follows the longest input."
+                : "Bucket or pad inputs to a few fixed lengths (or cap the length); `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` "
+                  "keeps the cache from ratcheting up.";
     out.push_back(std::move(f));
 }
 
@@ -339,7 +360,11 @@ void fragmentationRule(Context& c, const StateHistory& history, std::vector<Find
         f.title = "Out of memory with " + formatBytes(v->cacheFree) + " free in the cache: no free block of " +
                   formatBytes(v->asked) + " (largest " + formatBytes(v->largestFree) + ")";
         f.evidence = v->sentence + ".";
-        f.fix = "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (free pages are remapped instead of split); " + v->advice;
+        f.expandableAlready = v->expandable || expandableSegmentsOn(c);
+        f.fix = f.expandableAlready
+                    ? "Expandable segments are already on (" + std::string(v->expandable ? "the segments are expandable" : "allocator settings") +
+                          "), so a setting will not cure it: " + v->advice
+                    : "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (free pages are remapped instead of split); " + v->advice;
         out.push_back(std::move(f));
     }
 }

@@ -9,6 +9,7 @@
 #include "memlens/model/MemoryCategory.h"
 #include "memlens/model/SessionDoctor.h"
 #include "memlens/model/SessionWriter.h"
+#include "memlens/model/FindingFix.h"
 #include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/StackDiff.h"
@@ -332,4 +333,40 @@ TEST(Doctor, TwoSnapshotsOfASessionAreDiffedByStack) {
     EXPECT_EQ(d[0].delta(), static_cast<int64_t>(5 * 5 * MiB));
     EXPECT_EQ(d[1].delta(), static_cast<int64_t>(5 * 3 * MiB));
     std::filesystem::remove(path);
+}
+
+// The advice takes the allocator's settings into account: an out-of-memory in pieces with
+// expandable segments already on does not say "try expandable_segments", and its fix cannot be
+// replayed as that setting.
+TEST(Doctor, FragmentationWithExpandableSegmentsOnSaysSo) {
+    using namespace synth;
+    const uint64_t base = 0x7f0000000000ull;
+    for (const bool expandable : {false, true}) {
+        // 64 MiB: three 16 MiB tensors live, two 8 MiB holes; 12 MiB asked: 16 MiB free, no piece fits
+        const std::vector<BlockSpec> blocks = {{base, 16 * MiB, 16 * MiB, "active_allocated", nullptr},
+                                               {base + 16 * MiB, 8 * MiB, 0, "inactive", nullptr},
+                                               {base + 24 * MiB, 16 * MiB, 16 * MiB, "active_allocated", nullptr},
+                                               {base + 40 * MiB, 8 * MiB, 0, "inactive", nullptr},
+                                               {base + 48 * MiB, 16 * MiB, 16 * MiB, "active_allocated", nullptr}};
+        std::vector<P> trace = {entry("alloc", base, 16 * MiB, nullptr, 10),
+                                entry("alloc", base + 16 * MiB, 8 * MiB, nullptr, 20),
+                                entry("alloc", base + 24 * MiB, 16 * MiB, nullptr, 30),
+                                entry("alloc", base + 40 * MiB, 8 * MiB, nullptr, 40),
+                                entry("alloc", base + 48 * MiB, 16 * MiB, nullptr, 50),
+                                entry("free_requested", base + 16 * MiB, 8 * MiB, nullptr, 60),
+                                entry("free_completed", base + 16 * MiB, 8 * MiB, nullptr, 61),
+                                entry("free_requested", base + 40 * MiB, 8 * MiB, nullptr, 70),
+                                entry("free_completed", base + 40 * MiB, 8 * MiB, nullptr, 71),
+                                dict({{"action", str("oom")}, {"addr", unum(0)}, {"size", unum(12 * MiB)},
+                                      {"stream", num(0)}, {"device_free", unum(0)}, {"time_us", num(80)},
+                                      {"frames", list()}})};
+        const Snapshot s = synth::read(dumps(snapshot({segment(0, base, blocks, expandable)}, {trace}), 4));
+        const DoctorReport r = diagnoseSnapshot(s);
+        const Finding* f = findRule(r, "fragmentation");
+        ASSERT_TRUE(f) << expandable << ": " << rulesOf(r);
+        EXPECT_EQ(f->bytes, 12 * MiB);
+        EXPECT_EQ(f->expandableAlready, expandable);
+        EXPECT_EQ(f->fix.find("expandable_segments:True") == std::string::npos, expandable) << f->fix;
+        EXPECT_EQ(fixOf(*f).possible, !expandable) << fixOf(*f).why;
+    }
 }

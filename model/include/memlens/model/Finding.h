@@ -48,6 +48,7 @@ struct Finding {
     std::vector<FindingFrame> frames;     // the allocation stack, innermost first
     std::string evidence;    // one or two sentences with figures
     std::string fix;         // code
+    bool expandableAlready = false;  // fragmentation, variable-length: expandable segments were on already
     bool estimated = false;  // read from stacks, not recorded by the agent
 
     // Where the evidence is, for the window (not printed).
