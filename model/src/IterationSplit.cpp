@@ -209,25 +209,23 @@ IterationSplit iterationsFromStepMarkers(const Snapshot& snapshot, int device) {
         return out;
     }
     int64_t begin = what == "enumerate(DataLoader)" ? firstAfter(times("enumerate(DataLoader)#", true).front() - 1) : 0;
-    for (const int64_t cut : cuts) {
-        if (cut <= begin) continue;
+    auto add = [&](int64_t first, int64_t last) {
         Iteration it;
         it.number = static_cast<int64_t>(out.iterations.size()) + 1;
         it.name = "iteration " + std::to_string(it.number);
-        it.firstEntry = begin;
-        it.lastEntry = cut - 1;
+        it.firstEntry = first;
+        it.lastEntry = last;
         out.iterations.push_back(std::move(it));
+    };
+    for (const int64_t cut : cuts) {
+        if (cut <= begin) continue;
+        add(begin, cut - 1);
         begin = cut;
     }
     bool tailAllocates = false;
     for (int64_t i = begin; i < n && !tailAllocates; ++i) tailAllocates = isAlloc(t.action[i]);
     if (tailAllocates) {
-        Iteration it;
-        it.number = static_cast<int64_t>(out.iterations.size()) + 1;
-        it.name = "iteration " + std::to_string(it.number);
-        it.firstEntry = begin;
-        it.lastEntry = n - 1;
-        out.iterations.push_back(std::move(it));
+        add(begin, n - 1);
         out.lastIncomplete = what == "Optimizer.step" || hasOom(t, out.iterations.back());
     } else if (!out.iterations.empty()) {
         out.iterations.back().lastEntry = n - 1;

@@ -15,6 +15,7 @@
 #include "SessionPanel.h"
 #include "SpawnedProcess.h"
 #include "TorchProcesses.h"
+#include "core/HandOver.h"
 #include "memlens/capture/ProcessProbe.h"
 
 #include "document/SnapshotDocument.h"
@@ -46,14 +47,7 @@ namespace model = memlens::model;
 // The window starts memlens-cli with QProcess, which forks: clang 14's ThreadSanitizer aborts in
 // its fork handler then (tests/support/SpawnedProcess.h), so under TSan the window's attaching is
 // not run.
-#if defined(__SANITIZE_THREAD__)
-#define MEMLENS_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MEMLENS_TSAN 1
-#endif
-#endif
-#ifdef MEMLENS_TSAN
+#ifdef MEMLENS_TSAN  // (core/HandOver.h)
 #define SKIP_UNDER_TSAN() QSKIP("the window's QProcess forks, which ThreadSanitizer (clang 14) aborts on")
 #else
 #define SKIP_UNDER_TSAN() (void)0
