@@ -54,13 +54,13 @@ public:
         detachRequest_ = true;
         wake();
     }
-    // What an attached agent said about its start: "attached", or "attach_refused" with why.
-    // Neither goes into the session.
     // The reason of the last goodbye an agent sent ("exit", "detach"; "" before any).
     std::string byeReason() const {
         std::lock_guard<std::mutex> lock(mu_);
         return byeReason_;
     }
+    // What an attached agent said about its start: "attached", or "attach_refused" with why.
+    // Neither goes into the session.
     std::optional<json> attachReply() const {
         std::lock_guard<std::mutex> lock(mu_);
         return attachReply_;

@@ -66,8 +66,6 @@ def _memlens_attach(page):
 _memlens_attach(__MEMLENS_PAGE__)
 )PY";
 
-std::string pyString(const std::string& s) { return json(s).dump(); }
-
 void replace(std::string& text, const std::string& key, const std::string& value) {
     text.replace(text.find(key), key.size(), value);
 }
@@ -103,7 +101,7 @@ void check(const ProcessProbe& p) {
         throw RecorderError(who + " is not a Python process: it runs " + (p.exe.empty() ? "?" : p.exe) + " (" +
                             p.commandLine(80) + ")");
     }
-    if (p.pythonMajor == 2 || (p.pythonMajor == 3 && p.pythonMinor < 8 && p.pythonMajor))
+    if (p.pythonMajor == 2 || (p.pythonMajor == 3 && p.pythonMinor < 8))
         throw RecorderError(who + " runs Python " + versionText(p) + ": memlens attaches to Python 3.8 and later");
     if (!p.torch)
         throw RecorderError(who + " (python " + versionText(p) + ": " + p.commandLine(80) +
@@ -121,7 +119,7 @@ RecorderResult runAttach(const AttachOptions& o) {
     check(target);
     const std::string agentDir = o.agentDir.empty() ? findAgentDir() : o.agentDir;
     if (agentDir.empty()) throw RecorderError("the Python agent was not found (set MEMLENS_AGENT_DIR)");
-    const bool remoteExec = target.pythonMajor > 3 || (target.pythonMajor == 3 && target.pythonMinor >= 14);
+    const bool remoteExec = usesRemoteExec(target);
     std::string gdb;
     if (!remoteExec) {
         gdb = findGdb();
@@ -142,12 +140,6 @@ RecorderResult runAttach(const AttachOptions& o) {
     } catch (const model::SessionError& e) {
         throw RecorderError(o.output + ": " + e.what());
     }
-    auto discard = [&](std::unique_ptr<SessionSink>* sink) {
-        if (sink && *sink) sink->reset();
-        writer.reset();
-        for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((o.output + suffix).c_str());
-    };
-
     model::SessionProcess initial;
     initial.pid = o.pid;
     initial.host = hostName();
@@ -169,13 +161,14 @@ RecorderResult runAttach(const AttachOptions& o) {
     json config = captureJson;
     config["session"] = fs::absolute(o.output).string();
     std::string code = kBootstrap;
-    replace(code, "%AGENT_DIR%", pyString(agentDir));
-    replace(code, "%SOCKET%", pyString(sock.path));
-    replace(code, "%CONFIG%", pyString(jsonText(config)));
+    replace(code, "%AGENT_DIR%", pythonLiteral(agentDir));
+    replace(code, "%SOCKET%", pythonLiteral(sock.path));
+    replace(code, "%CONFIG%", pythonLiteral(jsonText(config)));
     const Injection in = injectPython(target, code, sock.dir, gdb);
     auto fail = [&](const std::string& why) {
         server.stop();
-        discard(&sink);
+        sink.reset();
+        removeSessionFile(o.output);
         throw RecorderError(why);
     };
     if (!in.ok) {

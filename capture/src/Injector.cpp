@@ -104,7 +104,6 @@ bool writeFile(const std::string& path, const std::string& text) {
     return static_cast<bool>(f);
 }
 
-std::string pyString(const std::string& s) { return nlohmann::json(s).dump(); }  // a valid Python literal
 
 // gdb's Python: map a page, write the code into it, queue the pending call; one result line.
 const char* kGdbScript = R"PY(
@@ -134,6 +133,12 @@ except gdb.error as e:
 
 } // namespace
 
+std::string pythonLiteral(const std::string& text) { return nlohmann::json(text).dump(); }
+
+bool usesRemoteExec(const ProcessProbe& target) {
+    return target.pythonMajor > 3 || (target.pythonMajor == 3 && target.pythonMinor >= 14);
+}
+
 std::string findGdb() {
     const char* path = std::getenv("PATH");
     std::istringstream dirs(path ? path : "/usr/bin:/bin");
@@ -149,7 +154,7 @@ Injection injectPython(const ProcessProbe& target, const std::string& code, cons
                        const std::string& gdb) {
     Injection in;
     const std::string pid = std::to_string(target.pid);
-    if (target.pythonMajor > 3 || (target.pythonMajor == 3 && target.pythonMinor >= 14)) {
+    if (usesRemoteExec(target)) {
         in.method = "sys.remote_exec";
         std::string script = scriptDir + "/attach.py";
         std::string text = code;
@@ -158,7 +163,7 @@ Injection injectPython(const ProcessProbe& target, const std::string& code, cons
             in.error = "cannot write " + script;
             return in;
         }
-        Ran r = run({target.exe, "-I", "-c", "import sys; sys.remote_exec(" + pid + ", " + pyString(script) + ")"}, 60);
+        Ran r = run({target.exe, "-I", "-c", "import sys; sys.remote_exec(" + pid + ", " + pythonLiteral(script) + ")"}, 60);
         in.ok = r.status == 0;
         if (!in.ok) {
             std::string why = lastLine(r.output);
@@ -171,7 +176,7 @@ Injection injectPython(const ProcessProbe& target, const std::string& code, cons
     in.method = "gdb";
     std::string script = scriptDir + "/inject-gdb.py";
     std::string text = kGdbScript;
-    text.replace(text.find("%CODE%"), 6, pyString(code));
+    text.replace(text.find("%CODE%"), 6, pythonLiteral(code));
     if (!writeFile(script, text)) {
         in.error = "cannot write " + script;
         return in;

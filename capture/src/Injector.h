@@ -25,4 +25,10 @@ Injection injectPython(const ProcessProbe& target, const std::string& code, cons
 // gdb on PATH ("" when absent).
 std::string findGdb();
 
+// Whether the target's interpreter takes sys.remote_exec (Python 3.14 and later); else gdb.
+bool usesRemoteExec(const ProcessProbe& target);
+
+// text as a Python string literal (a JSON string is one).
+std::string pythonLiteral(const std::string& text);
+
 } // namespace memlens::capture

@@ -213,7 +213,7 @@ RecorderResult runRecorder(const RecorderOptions& o) {
     if (got == static_cast<ssize_t>(sizeof err)) {
         ::waitpid(child, nullptr, 0);
         writer.reset();
-        for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((o.output + suffix).c_str());
+        removeSessionFile(o.output);
         throw RecorderError("cannot run '" + o.command[0] + "': " + std::strerror(err), 127);
     }
 

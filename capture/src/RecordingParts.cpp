@@ -40,6 +40,10 @@ std::string hostName() {
     return h;
 }
 
+void removeSessionFile(const std::string& path) {
+    for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
+}
+
 std::string jsonText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::unique_ptr<Nvml> loadNvmlInto(json& info, model::SessionProcess& initial) {

@@ -38,6 +38,8 @@ private:
 };
 
 std::string hostName();
+// Removes a session file the recorder made and will not keep (with SQLite's -wal and -shm).
+void removeSessionFile(const std::string& path);
 std::string jsonText(const nlohmann::json& j);
 
 // Loads NVML; records what it found in info["nvml"] and the devices in initial.devicesJson.

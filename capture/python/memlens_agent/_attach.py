@@ -91,8 +91,9 @@ def _adopt_optimizers(agent, torch):
     wrapped, as Optimizer.__init__ does for later ones)."""
     import importlib
 
-    Optimizer = importlib.import_module("torch.optim.optimizer").Optimizer
-    wrap = not hasattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_post_hook")
+    optimizer_module = importlib.import_module("torch.optim.optimizer")  # (1.13 deletes the torch.optim attribute)
+    Optimizer = optimizer_module.Optimizer
+    wrap = not hasattr(optimizer_module, "register_optimizer_step_post_hook")
     for o in gc.get_objects():
         if not issubclass(type(o), Optimizer):  # type(), not isinstance: no __class__ lookups
             continue                             # (some objects warn when touched)

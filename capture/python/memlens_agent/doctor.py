@@ -316,8 +316,7 @@ class Doctor(object):
         runs once per iteration on the training thread; encoding is the sender thread's)."""
         t0 = _now_us()
         a = self.agent
-        if a.fwd_mode:
-            a.on_forward_top(mod, t0)
+        a.on_forward_top(mod, t0)
         it = a.index + 1
         if it == self.marked:
             return None        # not the first top-level call of this iteration
