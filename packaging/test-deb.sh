@@ -8,6 +8,7 @@
 #   2. python3 -c "import memlens_agent" (the system's python3 finds the agent)
 #   3. memlens-cli record -o s.memlens -- python3 job.py   with the system's torch: iterations
 #   4. memlens-cli check s.memlens                            names the planted graph-kept leak (exit 3)
+#   4b. memlens-cli attach PID --duration 3                   a job started without memlens: iterations
 #   5. memlens s.memlens --screenshot out.png                 offscreen, a PNG
 #   6. a LibTorch program built with find_package(memlens_capture), recorded: iterations
 #   7. apt-get remove memlens leaves none of its files behind
@@ -42,6 +43,19 @@ cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 mkdir -p "$ROOT/t"
 cp "$DEB" "$ROOT/t/"
 cp "$REPO/capture/examples/mistakes/graph_kept.py" "$ROOT/t/job.py"
+cat >"$ROOT/t/loop.py" <<'PY'
+# A training loop started without memlens, for memlens-cli attach.
+import time
+import torch
+net = torch.nn.Linear(16, 4)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+print("ready", flush=True)
+for i in range(1200):
+    opt.zero_grad()
+    net(torch.randn(8, 16)).pow(2).mean().backward()
+    opt.step()
+    time.sleep(0.05)
+PY
 cat >"$ROOT/t/train.cpp" <<'CPP'
 // A LibTorch program with the memlens capture library (found through CMake).
 #include <memlens/capture/Session.h>
@@ -87,6 +101,14 @@ set +e; memlens-cli check s.memlens; rc=$?; set -e
 [[ $rc == 3 ]] || { echo "check exited $rc, expected 3"; exit 1; }
 memlens-cli check s.memlens --json > check.json || [[ $? == 3 ]]
 python3 -c "import json,sys; f=json.load(open('check.json'))['findings']; print([x['rule'] for x in f]); sys.exit(not any(x['rule']=='graph-kept' for x in f))"
+step "4b. memlens-cli attach to a job started without memlens"
+python3 loop.py > loop.out &
+job=$!
+for _ in $(seq 600); do grep -q ready loop.out && break; sleep 0.1; done
+memlens-cli attach "$job" -o a.memlens --duration 3
+kill -0 "$job"  # detached: the job runs on
+kill "$job"; wait "$job" || true
+memlens-cli session a.memlens --json | python3 -c "import json,sys; s=json.load(sys.stdin); n=len(s['iterations']); print(n, 'iterations'); sys.exit(n < 5)"
 step "5. memlens --screenshot"
 QT_QPA_PLATFORM=offscreen memlens s.memlens --screenshot out.png
 python3 -c "import sys; d=open('out.png','rb').read(); sys.exit(not (d[:8]==b'\x89PNG\r\n\x1a\n' and len(d)>10000))"

@@ -914,9 +914,9 @@ def run_job() -> Runtime:
 
 # --------------------------------------------------------------------------------------------
 
-def build_snapshot() -> tuple[dict, str]:
-    rt = run_job()
-    settings = {
+def default_allocator_settings() -> dict:
+    """allocator_settings as torch 2.9-2.11 write them for the default configuration."""
+    return {
         S("PYTORCH_CUDA_ALLOC_CONF"): S(""),
         S("max_split_size"): -1,
         S("garbage_collection_threshold"): 0.0,
@@ -927,6 +927,11 @@ def build_snapshot() -> tuple[dict, str]:
         S("roundup_power2_divisions"): {S(str(1 << i)): 0 for i in range(16)},
         S("graph_capture_record_stream_reuse"): False,
     }
+
+
+def build_snapshot() -> tuple[dict, str]:
+    rt = run_job()
+    settings = default_allocator_settings()
     snapshot = {
         S("segments"): rt.alloc.snapshot_segments(),
         S("device_traces"): [rt.rec.trace, []],

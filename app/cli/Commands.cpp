@@ -45,7 +45,15 @@ int statsCommand(const std::vector<std::string>& args) {
         for (const auto& d : stats) {
             Json actions = Json::object();
             for (const auto& [name, n] : d.actions) actions[name] = n;
+            Json pools = Json::array();
+            for (const auto& p : d.pools)
+                pools.push_back(Json{{"pool", Json::array({p.pool.owner, p.pool.id})},
+                                     {"segments", p.segments},
+                                     {"reserved_bytes", p.reservedBytes},
+                                     {"allocated_bytes", p.allocatedBytes}});
+            const model::DeviceData* dd = snap.device(d.device);
             devices.push_back(Json{{"device", d.device},
+                                   {"name", model::deviceName(d.device)},
                                    {"segments", d.segments},
                                    {"blocks", d.blocks},
                                    {"reserved_bytes", d.reservedBytes},
@@ -54,21 +62,33 @@ int statsCommand(const std::vector<std::string>& args) {
                                    {"free_bytes", d.freeBytes},
                                    {"largest_free_block", d.largestFreeBlock},
                                    {"trace_events", d.traceEvents},
-                                   {"actions", actions}});
+                                   {"actions", actions},
+                                   {"pools", pools},
+                                   {"trace_overflowed", dd->traceOverflowed ? Json(*dd->traceOverflowed) : Json(nullptr)},
+                                   {"trace_max_entries", dd->traceMaxEntries ? Json(*dd->traceMaxEntries) : Json(nullptr)}});
         }
-        printJson(Json{{"devices", devices}});
+        Json out{{"devices", devices}};
+        if (!snap.notes.empty()) out["notes"] = snap.notes;  // what the file has that memlens does not show
+        printJson(out);
         return 0;
     }
     for (const auto& d : stats) {
-        std::cout << "device " << d.device << ": " << d.segments << " segments, " << d.blocks << " blocks, "
-                  << d.traceEvents << " trace entries\n"
+        const model::DeviceData* dd = snap.device(d.device);
+        std::cout << (d.device == model::kHostDevice ? std::string("host (pinned)") : "device " + std::to_string(d.device))
+                  << ": " << d.segments << " segments, " << d.blocks << " blocks, " << d.traceEvents << " trace entries"
+                  << (dd->traceTruncated() ? " (the trace starts mid-run: its ring buffer overflowed)" : "") << "\n"
                   << "  reserved   " << humanBytes(d.reservedBytes) << "\n"
                   << "  allocated  " << humanBytes(d.allocatedBytes) << " (requested "
                   << humanBytes(d.requestedBytes) << ")\n"
                   << "  free       " << humanBytes(d.freeBytes) << ", largest free block "
                   << humanBytes(d.largestFreeBlock) << "\n";
         for (const auto& [name, n] : d.actions) std::cout << "  " << name << ": " << n << "\n";
+        if (d.pools.size() > 1 || (d.pools.size() == 1 && !d.pools[0].pool.isDefault()))
+            for (const auto& p : d.pools)
+                std::cout << "  " << model::poolName(p.pool) << ": " << p.segments << " segments, reserved "
+                          << humanBytes(p.reservedBytes) << ", allocated " << humanBytes(p.allocatedBytes) << "\n";
     }
+    for (const auto& n : snap.notes) std::cout << "note: " << n << "\n";
     for (const auto& w : snap.warnings) std::cerr << "warning: " << w << "\n";
     return 0;
 }
@@ -76,7 +96,7 @@ int statsCommand(const std::vector<std::string>& args) {
 int timelineCommand(const std::vector<std::string>& args) {
     CliArgs a(args, {"csv"}, {"device"});
     std::string file = oneFile(a, "timeline");
-    long long device = a.integer("device");
+    long long device = deviceArgument(a);
     Snapshot snap = model::readSnapshotFile(file);
     const model::DeviceData& dd = *snap.device(checkDevice(snap, device));
     auto tl = model::computeTimeline(dd);
@@ -114,14 +134,14 @@ int timelineCommand(const std::vector<std::string>& args) {
 int stateCommand(const std::vector<std::string>& args) {
     CliArgs a(args, {"json"}, {"device", "at"});
     std::string file = oneFile(a, "state");
-    long long device = a.integer("device");
+    long long device = deviceArgument(a);
     long long at = a.integer("at");
     Snapshot snap = model::readSnapshotFile(file);
     int dev = checkDevice(snap, device);
     model::StateHistory history(snap, dev);
     if (at < -1 || at >= history.entries())
         throw model::ParseError(model::ParseError::kNoOffset, "--at " + std::to_string(at),
-                                "no such trace entry: device " + std::to_string(dev) + " has " +
+                                "no such trace entry: device " + model::deviceName(dev) + " has " +
                                     std::to_string(history.entries()) + " (use -1 .. " +
                                     std::to_string(history.entries() - 1) + ")");
     model::DeviceState st = history.stateAfter(at);
@@ -138,6 +158,7 @@ int stateCommand(const std::vector<std::string>& args) {
                                 {"total_size", s.totalSize},
                                 {"stream", s.stream},
                                 {"is_expandable", s.isExpandable},
+                                {"pool", Json::array({s.pool.owner, s.pool.id})},
                                 {"blocks", blocks}});
         }
         // live tensors by category, estimated from the stacks that allocated them
@@ -147,6 +168,7 @@ int stateCommand(const std::vector<std::string>& args) {
             categories[model::memoryCategoryName(static_cast<model::MemoryCategory>(c))] = cats.bytes[static_cast<size_t>(c)];
         categories["estimated"] = cats.estimated;
         printJson(Json{{"device", dev},
+                       {"name", model::deviceName(dev)},
                        {"at", at},
                        {"reserved_bytes", st.reservedBytes},
                        {"allocated_bytes", st.allocatedBytes},
@@ -157,13 +179,14 @@ int stateCommand(const std::vector<std::string>& args) {
                        {"segments", segs}});
         return 0;
     }
-    std::cout << "device " << dev << " after entry " << at << ": reserved " << humanBytes(st.reservedBytes)
+    std::cout << model::deviceLabel(dev) << " after entry " << at << ": reserved " << humanBytes(st.reservedBytes)
               << ", allocated " << humanBytes(st.allocatedBytes) << ", free " << humanBytes(st.freeBytes)
               << ", largest free block " << humanBytes(st.largestFreeBlock) << "\n";
     char buf[128];
     for (const auto& s : st.segments) {
-        std::snprintf(buf, sizeof buf, "segment 0x%llx %s%s\n", static_cast<unsigned long long>(s.address),
-                      humanBytes(s.totalSize).c_str(), s.isExpandable ? " (expandable)" : "");
+        std::snprintf(buf, sizeof buf, "segment 0x%llx %s%s%s\n", static_cast<unsigned long long>(s.address),
+                      humanBytes(s.totalSize).c_str(), s.isExpandable ? " (expandable)" : "",
+                      s.pool.isDefault() ? "" : (", " + model::poolName(s.pool)).c_str());
         std::cout << buf;
         for (const auto& b : s.blocks) {
             std::snprintf(buf, sizeof buf, "  0x%llx %10s %s\n", static_cast<unsigned long long>(b.address),

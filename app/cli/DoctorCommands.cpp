@@ -150,7 +150,9 @@ void printReport(const DoctorReport& r) {
 std::optional<int> deviceOption(const CliArgs& a, const Snapshot* s) {
     if (!a.has("device")) return std::nullopt;
     if (!s) throw UsageError("--device: the file has no allocator snapshot");
-    return checkDevice(*s, a.integer("device"));
+    if (deviceArgument(a) == model::kHostDevice)
+        throw UsageError("--device host: the doctor reads GPU memory (stats, timeline, state and replay read the host)");
+    return checkDevice(*s, a);
 }
 
 } // namespace
@@ -336,7 +338,7 @@ int fileDiff(const CliArgs& a, const std::string& fileA, const std::string& file
         throw std::runtime_error(fileB + ": " + e.what());
     }
     if (!ob.hasSnapshot) throw std::runtime_error(fileB + ": no allocator snapshot in the session");
-    const int device = a.has("device") ? checkDevice(oa.snapshot, a.integer("device")) : doctorDevice(oa.snapshot);
+    const int device = a.has("device") ? *deviceOption(a, &oa.snapshot) : doctorDevice(oa.snapshot);
     return printStackDiff(a, fileA, oa.snapshot, fileB, ob.snapshot, device);
 }
 

@@ -29,7 +29,11 @@ using model::Snapshot;
 
 namespace {
 
-int deviceOf(const Snapshot& s, const CliArgs& a) { return checkDevice(s, a.integer("device")); }
+int deviceOf(const Snapshot& s, const CliArgs& a) {
+    if (deviceArgument(a) == model::kHostDevice)
+        throw UsageError("--device host: the simulator models the CUDA caching allocator, not the pinned host allocator");
+    return checkDevice(s, a);
+}
 
 // Takes every "--NAME VALUE" / "--NAME=VALUE" of a repeatable option out of args.
 std::vector<std::string> takeRepeated(std::vector<std::string>& args, const std::string& name) {

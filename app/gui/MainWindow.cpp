@@ -24,6 +24,8 @@
 #include "findings/FindingsView.h"
 #include "iterdiff/IterationDiffView.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -708,11 +710,19 @@ void MainWindow::updateDevices() {
     m_devices->clear();
     views::SnapshotDocument* doc = currentDocument();
     if (doc) {
-        const QVector<int> devices = doc->devices();
+        QVector<int> devices = doc->devices();
+        // the GPUs, then the pinned host memory (torch 2.14's host_segments / host_traces)
+        std::stable_partition(devices.begin(), devices.end(), [](int d) { return d != model::kHostDevice; });
         for (int d : devices) {
             const auto* data = doc->snapshot().device(d);
             const qlonglong entries = data ? static_cast<qlonglong>(data->trace.rows()) : 0;
-            m_devices->addItem(tr("cuda:%1 (%2 entries)").arg(d).arg(QLocale::system().toString(entries)), d);
+            m_devices->addItem(tr("%1 (%2 entries)")
+                                   .arg(QString::fromStdString(model::deviceLabel(d)), QLocale::system().toString(entries)),
+                               d);
+            if (d == model::kHostDevice)
+                m_devices->setItemData(m_devices->count() - 1,
+                                       tr("Pinned host memory of torch's CUDA host allocator (record_pinned_host_memory=True)"),
+                                       Qt::ToolTipRole);
         }
         m_devices->setCurrentIndex(m_devices->findData(doc->device()));
     }

@@ -1,6 +1,7 @@
 #include "memlens/model/AllocatorState.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <unordered_map>
 
@@ -25,6 +26,7 @@ struct Seg {
     uint64_t stream = 0;
     bool expandable = false;
     bool large = true;
+    PoolId pool;  // from the snapshot's segments; a segment the trace rebuilds gets the default pool
 };
 
 struct Live {
@@ -92,6 +94,15 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
         b.requested = size;
         b.size = std::max<uint64_t>(kMinBlock, (size + kMinBlock - 1) / kMinBlock * kMinBlock);
         b.estimated = true;
+        if (device == kHostDevice) {
+            // the pinned host allocator never splits: a block is its whole segment, a power of two
+            if (auto seg = w.segments.find(addr); seg != w.segments.end()) {
+                b.size = seg->second.size;
+                b.estimated = false;
+            } else {
+                b.size = std::bit_ceil(std::max<uint64_t>(size, 1));
+            }
+        }
         b.recreated = true;
         b.pending = t.action[i] == Action::FreeCompleted;
         b.allocIndex = pairedAlloc[i];
@@ -196,6 +207,7 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
         seg.stream = s.stream;
         seg.isExpandable = s.expandable;
         seg.isLarge = s.large;
+        seg.pool = s.pool;
         uint64_t end = sa + s.size;
         uint64_t cursor = sa;
         auto addFree = [&](uint64_t from, uint64_t to) {
@@ -282,6 +294,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         g.stream = s.stream;
         g.expandable = s.isExpandable;
         g.large = s.isLarge;
+        g.pool = s.pool();
         w.segments[s.address] = g;
         for (uint32_t b = s.firstBlock; b < s.firstBlock + s.blockCount; ++b) {
             const Block& blk = dd.blocks[b];
@@ -365,6 +378,7 @@ DeviceState StateHistory::Impl::finalState(int64_t at) const {
         seg.stream = s.stream;
         seg.isExpandable = s.isExpandable;
         seg.isLarge = s.isLarge;
+        seg.pool = s.pool();
         for (uint32_t i = s.firstBlock; i < s.firstBlock + s.blockCount; ++i) {
             const Block& blk = data->blocks[i];
             StateBlock b;

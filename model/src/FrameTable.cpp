@@ -30,6 +30,11 @@ uint64_t hashFrames(const FrameId* ids, size_t n) {
 } // namespace
 
 std::optional<FrameId> FrameTable::frame(const Value* items, size_t n) {
+    // a frame dict starts with one of its own keys (torch writes name, filename, line, then the
+    // fx_* keys); trace entries of 4+ keys reach here too and leave at once
+    if (n > 8 && (items[0].tag != Tag::Str ||
+                  (items[0].ref != k_.name && items[0].ref != k_.filename && items[0].ref != k_.line)))
+        return std::nullopt;
     FrameKey key{0, 0, 0, false};
     bool haveFile = false, haveName = false, ok = true;
     for (size_t i = 0; i + 1 < n && ok; i += 2) {
@@ -50,11 +55,18 @@ std::optional<FrameId> FrameTable::frame(const Value* items, size_t n) {
             key.known = !(v.tag == Tag::UInt && v.bits == ~uint64_t(0)) && !(v.tag == Tag::Int && v.asInt() < 0);
         } else if (kv.ref == k_.line || kv.ref == k_.filename || kv.ref == k_.name) {
             ok = false;
-        }  // fx_* and other extra keys are ignored
+        } else if (v.tag == Tag::Str) {
+            if (kv.ref == k_.fx_node_op) key.fxOp = v.ref;
+            else if (kv.ref == k_.fx_node_name) key.fxName = v.ref;
+            else if (kv.ref == k_.fx_node_target) key.fxTarget = v.ref;
+            else if (kv.ref == k_.fx_original_trace) key.fxOriginal = v.ref;
+        }  // other extra keys are ignored
     }
     if (!ok || !haveFile || !haveName) return std::nullopt;
     auto [it, inserted] = frameIndex_.try_emplace(key, static_cast<FrameId>(snap_.frames.size()));
-    if (inserted) snap_.frames.push_back(Frame{key.file, key.name, key.line, key.known});
+    if (inserted)
+        snap_.frames.push_back(
+            Frame{key.file, key.name, key.line, key.known, key.fxOp, key.fxName, key.fxTarget, key.fxOriginal});
     return it->second;
 }
 

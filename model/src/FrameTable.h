@@ -19,7 +19,8 @@ class FrameTable {
 public:
     FrameTable(Snapshot& snap, const SnapshotKeys& keys) : snap_(snap), k_(keys) {}
 
-    // The frame of a frame dict's keys and values ({filename, name, line}, fx_* keys ignored);
+    // The frame of a frame dict's keys and values ({filename, name, line} and the optional fx_node_op,
+    // fx_node_name, fx_node_target, fx_original_trace; other keys ignored);
     // nullopt when they are not one.
     std::optional<FrameId> frame(const Value* items, size_t n);
     StackId stack(const FrameId* ids, size_t n);
@@ -29,12 +30,14 @@ private:
         StringId file, name;
         uint64_t line;
         bool known;
+        StringId fxOp = 0, fxName = 0, fxTarget = 0, fxOriginal = 0;
         bool operator==(const FrameKey&) const = default;
     };
     struct FrameKeyHash {
         size_t operator()(const FrameKey& k) const {
             uint64_t h = k.file * 0x9E3779B97F4A7C15ull ^ (k.name + 0x632BE59BD9B4E019ull) * 0xBF58476D1CE4E5B9ull;
             h ^= (k.line + k.known) * 0x94D049BB133111EBull;
+            h ^= (uint64_t(k.fxName) << 32 | k.fxOriginal) * 0xD6E8FEB86659FD93ull;
             return static_cast<size_t>(h ^ (h >> 31));
         }
     };

@@ -54,6 +54,19 @@ Snapshot::Snapshot(Snapshot&&) noexcept = default;
 Snapshot& Snapshot::operator=(Snapshot&&) noexcept = default;
 Snapshot::~Snapshot() = default;
 
+std::string deviceName(int device) {
+    return device == kHostDevice ? std::string("host") : "cuda:" + std::to_string(device);
+}
+
+std::string deviceLabel(int device) {
+    return device == kHostDevice ? std::string("host (pinned)") : "cuda:" + std::to_string(device);
+}
+
+std::string poolName(PoolId p) {
+    if (p.isDefault()) return "default pool";
+    return "private pool (" + std::to_string(p.owner) + ", " + std::to_string(p.id) + ")";
+}
+
 const DeviceData* Snapshot::device(int d) const {
     auto it = std::lower_bound(devices.begin(), devices.end(), d,
                                [](const DeviceData& dd, int v) { return dd.device < v; });

@@ -25,8 +25,6 @@ constexpr size_t kMaxEvidenceEntries = 10000;
 
 std::string bytesText(double b) { return formatBytes(static_cast<uint64_t>(std::llround(std::max(0.0, b)))); }
 
-std::string deviceName(int d) { return "cuda:" + std::to_string(d); }
-
 // Everything the rules share about one device.
 struct Context {
     const Snapshot& snapshot;
@@ -424,6 +422,7 @@ int doctorDevice(const Snapshot& snapshot) {
     size_t bestRows = 0;
     uint64_t bestReserved = 0;
     for (const DeviceData& d : snapshot.devices) {
+        if (d.isHost()) continue;  // the doctor reads GPU memory, not the pinned host memory
         uint64_t reserved = 0;
         for (const Segment& s : d.segments) reserved += s.totalSize;
         if (best < 0 || d.trace.rows() > bestRows || (d.trace.rows() == bestRows && reserved > bestReserved))

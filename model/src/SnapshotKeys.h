@@ -9,7 +9,8 @@ struct SnapshotKeys {
     StringId filename, name, line, action, addr, size, stream, time_us, frames, device_free, compile_context,
         user_metadata, segments, device_traces, device, address, total_size, allocated_size, active_size,
         requested_size, segment_type, segment_pool_id, is_expandable, blocks, state, history, real_size,
-        allocator_settings, external_annotations, stage, large;
+        allocator_settings, external_annotations, stage, large, host_segments, host_traces, trace_alloc_overflowed,
+        trace_alloc_max_entries, fx_node_op, fx_node_name, fx_node_target, fx_original_trace;
     explicit SnapshotKeys(StringTable& s)
         : filename(s.intern("filename")), name(s.intern("name")), line(s.intern("line")), action(s.intern("action")),
           addr(s.intern("addr")), size(s.intern("size")), stream(s.intern("stream")), time_us(s.intern("time_us")),
@@ -22,7 +23,11 @@ struct SnapshotKeys {
           is_expandable(s.intern("is_expandable")), blocks(s.intern("blocks")), state(s.intern("state")),
           history(s.intern("history")), real_size(s.intern("real_size")),
           allocator_settings(s.intern("allocator_settings")), external_annotations(s.intern("external_annotations")),
-          stage(s.intern("stage")), large(s.intern("large")) {}
+          stage(s.intern("stage")), large(s.intern("large")), host_segments(s.intern("host_segments")),
+          host_traces(s.intern("host_traces")), trace_alloc_overflowed(s.intern("trace_alloc_overflowed")),
+          trace_alloc_max_entries(s.intern("trace_alloc_max_entries")), fx_node_op(s.intern("fx_node_op")),
+          fx_node_name(s.intern("fx_node_name")), fx_node_target(s.intern("fx_node_target")),
+          fx_original_trace(s.intern("fx_original_trace")) {}
 };
 
 } // namespace memlens::model

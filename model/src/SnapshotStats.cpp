@@ -12,7 +12,17 @@ std::vector<DeviceStats> computeStats(const Snapshot& snapshot) {
         s.device = dd.device;
         s.segments = dd.segments.size();
         s.blocks = dd.blocks.size();
-        for (const Segment& seg : dd.segments) s.reservedBytes += seg.totalSize;
+        std::map<PoolId, DeviceStats::Pool> pools;
+        for (const Segment& seg : dd.segments) {
+            s.reservedBytes += seg.totalSize;
+            DeviceStats::Pool& p = pools[seg.pool()];
+            p.pool = seg.pool();
+            ++p.segments;
+            p.reservedBytes += seg.totalSize;
+            for (uint32_t b = seg.firstBlock; b < seg.firstBlock + seg.blockCount; ++b)
+                if (dd.blocks[b].state != BlockState::Inactive) p.allocatedBytes += dd.blocks[b].size;
+        }
+        for (auto& [id, p] : pools) s.pools.push_back(p);
         for (const Block& b : dd.blocks) {
             if (b.state == BlockState::Inactive) {
                 s.freeBytes += b.size;

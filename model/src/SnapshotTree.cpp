@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <optional>
 
 namespace memlens::model {
 
@@ -21,13 +23,18 @@ DeviceData& SnapshotTree::deviceData(int d) {
     return *it;
 }
 
-void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut) {
+void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut,
+                               bool hostSegment) {
     uint32_t s = fields_.dictNode(sv, path, "a segment");
     Segment seg;
-    uint64_t dev = fields_.intField(s, k_.device, path, true);
-    if (dev > 1u << 16)
-        fail(fields_.keyPath(path, k_.device), "device index " + std::to_string(dev) + " is out of range");
-    seg.device = static_cast<int>(dev);
+    if (hostSegment) {
+        seg.device = kHostDevice;
+    } else {
+        uint64_t dev = fields_.intField(s, k_.device, path, true);
+        if (dev > 1u << 16)
+            fail(fields_.keyPath(path, k_.device), "device index " + std::to_string(dev) + " is out of range");
+        seg.device = static_cast<int>(dev);
+    }
     seg.address = fields_.intField(s, k_.address, path, true);
     seg.totalSize = fields_.intField(s, k_.total_size, path, true);
     seg.allocatedSize = fields_.intField(s, k_.allocated_size, path, false);
@@ -94,17 +101,39 @@ void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::ve
     segTmp_.push_back(seg);  // blocks are attached per device in finish()
 }
 
-void SnapshotTree::readTraces(const Value& tv) {
+void SnapshotTree::readTraces(const Value* deviceTraces, const Value* hostTraces) {
     TraceColumns& rows = traceRows_.rows();
-    auto lists = fields_.listItems(tv, "device_traces", "per-device trace lists");
-    // rows of all devices, in device order; the common case of one device keeps its columns as they are
-    std::vector<std::vector<uint32_t>> perDevice(lists.size());
+    // each trace list to read: its device, its path for errors, its list
+    struct Source {
+        int device;
+        std::string path;
+        Value list;
+    };
+    std::vector<Source> sources;
+    if (deviceTraces) {
+        auto lists = fields_.listItems(*deviceTraces, "device_traces", "per-device trace lists");
+        for (size_t d = 0; d < lists.size(); ++d)
+            if (lists[d].tag != Tag::None)
+                sources.push_back({static_cast<int>(d), "device_traces[" + std::to_string(d) + "]", lists[d]});
+    }
+    if (hostTraces && hostTraces->tag != Tag::None) {
+        auto items = fields_.listItems(*hostTraces, "host_traces", "trace entries");
+        bool nested = !items.empty() && items[0].tag == Tag::List;
+        if (nested) {
+            for (size_t i = 0; i < items.size(); ++i)
+                if (items[i].tag != Tag::None)
+                    sources.push_back({kHostDevice, "host_traces[" + std::to_string(i) + "]", items[i]});
+        } else {
+            sources.push_back({kHostDevice, "host_traces", *hostTraces});
+        }
+    }
+    // rows of all lists, in source order; the common case of one list keeps its columns as they are
+    std::vector<std::vector<uint32_t>> perSource(sources.size());
     size_t total = 0;
-    for (size_t d = 0; d < lists.size(); ++d) {
-        std::string path = "device_traces[" + std::to_string(d) + "]";
-        if (lists[d].tag == Tag::None) continue;
-        uint32_t node = fields_.listNode(lists[d], path, "trace entry dicts");  // read in place: it holds every entry
-        auto& ids = perDevice[d];
+    for (size_t i = 0; i < sources.size(); ++i) {
+        const std::string& path = sources[i].path;
+        uint32_t node = fields_.listNode(sources[i].list, path, "trace entry dicts");  // read in place: it holds every entry
+        auto& ids = perSource[i];
         ids.reserve(doc_.node(node).count);
         doc_.forEach(node, [&](const Value& e) {
             if (e.tag == Tag::Row) {
@@ -118,20 +147,20 @@ void SnapshotTree::readTraces(const Value& tv) {
             }
         });
         total += ids.size();
-        deviceData(static_cast<int>(d)).hasTraceList = true;
+        deviceData(sources[i].device).hasTraceList = true;
     }
-    for (size_t d = 0; d < lists.size(); ++d) {
-        const auto& ids = perDevice[d];
+    for (size_t i = 0; i < sources.size(); ++i) {
+        const auto& ids = perSource[i];
         if (ids.empty()) continue;
-        TraceColumns& out = deviceData(static_cast<int>(d)).trace;
-        bool whole = ids.size() == rows.rows() && total == ids.size();
-        for (size_t i = 0; whole && i < ids.size(); ++i) whole = ids[i] == i;
+        TraceColumns& out = deviceData(sources[i].device).trace;
+        bool whole = out.rows() == 0 && ids.size() == rows.rows() && total == ids.size();
+        for (size_t k = 0; whole && k < ids.size(); ++k) whole = ids[k] == k;
         if (whole) {
             out = std::move(rows);
             rows.clear();
             continue;
         }
-        out.reserve(ids.size());
+        out.reserve(out.rows() + ids.size());
         for (uint32_t r : ids) {
             out.action.push_back(rows.action[r]);
             out.actionName.push_back(rows.actionName[r]);
@@ -146,6 +175,43 @@ void SnapshotTree::readTraces(const Value& tv) {
         }
     }
     rows.clear();
+}
+
+// trace_alloc_overflowed / trace_alloc_max_entries (PR #179276): a list indexed by device, a dict
+// keyed by device (an int, or "host"), or one value for every CUDA device. Kept until the devices
+// are known (applyTraceFlags), so that a flag never makes a device of its own.
+void SnapshotTree::readTraceFlags(const Value& holder) {
+    if (holder.tag != Tag::Dict) return;
+    auto each = [&](StringId key, std::map<int, Value>& out) {
+        const Value* v = fields_.field(holder.ref, key);
+        if (!v || v->tag == Tag::None) return;
+        if (v->tag == Tag::List || v->tag == Tag::Tuple) {
+            int d = 0;
+            doc_.forEach(v->ref, [&](const Value& x) { out[d++] = x; });
+        } else if (v->tag == Tag::Dict) {
+            doc_.forEachPair(v->ref, [&](const Value& k, const Value& x) {
+                if (k.isInt()) out[static_cast<int>(k.asInt())] = x;
+                else if (k.tag == Tag::Str && doc_.strings.view(k.ref) == "host") out[kHostDevice] = x;
+            });
+        } else {
+            out[kAllDevices] = *v;
+        }
+    };
+    each(k_.trace_alloc_overflowed, overflowed_);
+    each(k_.trace_alloc_max_entries, maxEntries_);
+}
+
+void SnapshotTree::applyTraceFlags() {
+    auto valueFor = [](const std::map<int, Value>& m, int device) -> const Value* {
+        if (auto it = m.find(device); it != m.end()) return &it->second;
+        if (device == kHostDevice) return nullptr;  // one value is the CUDA ring buffer's
+        if (auto it = m.find(kAllDevices); it != m.end()) return &it->second;
+        return nullptr;
+    };
+    for (DeviceData& dd : snap_.devices) {
+        if (const Value* v = valueFor(overflowed_, dd.device); v && v->isInt()) dd.traceOverflowed = v->bits != 0;
+        if (const Value* v = valueFor(maxEntries_, dd.device); v && v->isInt()) dd.traceMaxEntries = v->asInt();
+    }
 }
 
 void SnapshotTree::readAnnotations(const Value& av) {
@@ -179,6 +245,20 @@ void SnapshotTree::readSettings(const Value& sv) {
     });
 }
 
+void SnapshotTree::noteUnknownKeys(const Value& root) {
+    for (const auto& [key, count] : traceRows_.unknownKeys())
+        snap_.notes.push_back(std::to_string(count) + " trace entries carry '" + std::string(doc_.strings.view(key).substr(0, 60)) +
+                              "', which memlens reads past and does not show yet");
+    if (root.tag != Tag::Dict) return;
+    const StringId known[] = {k_.segments, k_.device_traces, k_.allocator_settings, k_.external_annotations,
+                              k_.host_segments, k_.host_traces, k_.trace_alloc_overflowed, k_.trace_alloc_max_entries};
+    doc_.forEachPair(root.ref, [&](const Value& k, const Value&) {
+        if (k.tag == Tag::Str && std::find(std::begin(known), std::end(known), k.ref) != std::end(known)) return;
+        snap_.notes.push_back("the snapshot has a top-level '" + fields_.toText(k, 0).substr(0, 60) +
+                              "', which memlens does not read yet");
+    });
+}
+
 void SnapshotTree::checkInvariants() {
     for (const auto& dd : snap_.devices) {
         for (size_t i = 0; i < dd.segments.size(); ++i) {
@@ -194,7 +274,7 @@ void SnapshotTree::checkInvariants() {
                 if (blk.state == BlockState::ActiveAllocated) alloc += blk.size;
                 if (blk.state != BlockState::Inactive) active += blk.size;
             }
-            auto where = "device " + std::to_string(dd.device) + " segment at 0x" + [&] {
+            auto where = deviceName(dd.device) + " segment at 0x" + [&] {
                 char buf[32];
                 std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(s.address));
                 return std::string(buf);
@@ -219,6 +299,7 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
     snap_.pickleProtocol = protocol;
     snap_.fileBytes = fileBytes;
     Value segments;
+    std::optional<Value> hostSegments;
     if (root.tag == Tag::List) {
         snap_.layout = Layout::BareSegmentList;
         segments = root;
@@ -237,9 +318,16 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
                      "); expected the output of torch.cuda.memory._dump_snapshot()");
         }
         segments = *s;
-        if (const Value* t = fields_.field(root.ref, k_.device_traces); t && t->tag != Tag::None) readTraces(*t);
+        const Value* t = fields_.field(root.ref, k_.device_traces);
+        const Value* ht = fields_.field(root.ref, k_.host_traces);
+        if ((t && t->tag != Tag::None) || ht) readTraces(t && t->tag != Tag::None ? t : nullptr, ht);
         if (const Value* a = fields_.field(root.ref, k_.external_annotations); a) readAnnotations(*a);
-        if (const Value* a = fields_.field(root.ref, k_.allocator_settings); a) readSettings(*a);
+        if (const Value* a = fields_.field(root.ref, k_.allocator_settings); a) {
+            readSettings(*a);
+            readTraceFlags(*a);
+        }
+        readTraceFlags(root);  // the flags at the top level, if a writer puts them there
+        if (const Value* h = fields_.field(root.ref, k_.host_segments); h && h->tag != Tag::None) hostSegments = *h;
     } else {
         fail("top level", std::string("not a PyTorch memory snapshot: the pickle holds a ") + tagName(root.tag) +
                               ", expected a dict with 'segments' and 'device_traces', or a list of segments");
@@ -251,6 +339,11 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
         if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
         readSegment(segItems[i], (root.tag == Tag::List ? "" : "segments") + std::string("[") + std::to_string(i) + "]",
                     blockLists);
+    }
+    if (hostSegments) {
+        auto hostItems = fields_.listItems(*hostSegments, "host_segments", "segment dicts");
+        for (size_t i = 0; i < hostItems.size(); ++i)
+            readSegment(hostItems[i], "host_segments[" + std::to_string(i) + "]", blockLists, true);
     }
     if (legacy_ && snap_.layout == Layout::Dict) snap_.layout = Layout::Legacy20;
     // group segments by device, in address order
@@ -268,6 +361,8 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
         dd.blocks.insert(dd.blocks.end(), blockLists[i].begin(), blockLists[i].end());
         dd.segments.push_back(seg);
     }
+    applyTraceFlags();
+    noteUnknownKeys(root);
     checkInvariants();
     if (options.progress) options.progress("building", 1.0);
 }

@@ -9,6 +9,7 @@
 #include "memlens/model/SnapshotReader.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,15 @@ public:
     void finish(Value root, int protocol, uint64_t fileBytes, const LoadOptions& options);
 
 private:
-    void readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut);
-    void readTraces(const Value& tv);
+    // hostSegment: a segment of host_segments (its device is kHostDevice, whatever it says)
+    void readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut,
+                     bool hostSegment = false);
+    // device_traces (one list per device) and host_traces (the host's entries: one list of them,
+    // or a list holding that list)
+    void readTraces(const Value* deviceTraces, const Value* hostTraces);
+    void readTraceFlags(const Value& holder);
+    void applyTraceFlags();
+    void noteUnknownKeys(const Value& root);
     void readAnnotations(const Value& av);
     void readSettings(const Value& sv);
     DeviceData& deviceData(int d);
@@ -40,6 +48,8 @@ private:
     Snapshot& snap_;
     bool legacy_ = false;          // torch 2.0 blocks (a history instead of frames)
     std::vector<Segment> segTmp_;  // in file order; blocks are attached per device in finish()
+    static constexpr int kAllDevices = INT32_MIN;
+    std::map<int, Value> overflowed_, maxEntries_;  // by device (kAllDevices: one value for all)
 };
 
 } // namespace memlens::model

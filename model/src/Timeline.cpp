@@ -1,6 +1,58 @@
 #include "memlens/model/Timeline.h"
 
+#include <algorithm>
+#include <iterator>
+#include <map>
+
 namespace memlens::model {
+
+namespace {
+
+DeviceTimeline::PoolSeries poolSeries(const DeviceData& device, PoolId pool) {
+    DeviceTimeline::PoolSeries p;
+    p.pool = pool;
+    std::map<uint64_t, uint64_t> ranges;  // the pool's segments still standing: address -> size
+    int64_t reserved = 0;
+    for (const Segment& s : device.segments)
+        if (s.pool() == pool) {
+            ranges[s.address] = s.totalSize;
+            reserved += static_cast<int64_t>(s.totalSize);
+        }
+    auto inside = [&](uint64_t a, uint64_t size) {
+        auto it = ranges.upper_bound(a);
+        if (it == ranges.begin()) return false;
+        --it;
+        return a + size <= it->first + it->second;
+    };
+    const TraceColumns& tr = device.trace;
+    const size_t n = tr.rows();
+    p.reservedBytes.resize(n);
+    for (size_t i = n; i-- > 0;) {
+        p.reservedBytes[i] = reserved;
+        const auto size = static_cast<int64_t>(tr.size[i]);
+        switch (tr.action[i]) {
+        case Action::SegmentAlloc:
+            if (auto it = ranges.find(tr.addr[i]); it != ranges.end()) {
+                reserved -= size;
+                ranges.erase(it);
+            }
+            break;
+        case Action::SegmentMap:
+            if (inside(tr.addr[i], tr.size[i])) reserved -= size;
+            break;
+        case Action::SegmentUnmap:
+            if (inside(tr.addr[i], tr.size[i])) reserved += size;
+            break;
+        default: break;
+        }
+    }
+    p.reservedBefore = reserved;
+    p.peakReserved = reserved;
+    for (int64_t v : p.reservedBytes) p.peakReserved = std::max(p.peakReserved, v);
+    return p;
+}
+
+} // namespace
 
 DeviceTimeline computeTimeline(const DeviceData& device) {
     DeviceTimeline t;
@@ -38,6 +90,10 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
         }
         if (t.reservedBytes[i] > t.peakReserved) t.peakReserved = t.reservedBytes[i];
     }
+    std::map<PoolId, bool> pools;
+    for (const Segment& s : device.segments)
+        if (!s.pool().isDefault()) pools[s.pool()] = true;
+    for (const auto& [pool, _] : pools) t.privatePools.push_back(poolSeries(device, pool));
     return t;
 }
 

@@ -3,6 +3,7 @@
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace memlens::model {
 
@@ -45,6 +46,8 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
     int64_t time = -1;
     StackId stack = 0;
     StringId cc = 0, um = 0;
+    StringId unknown[4];
+    size_t unknownCount = 0;
     const char* bad = nullptr;
     StringId badKey = 0;
     for (size_t i = 0; i + 1 < n && !bad; i += 2) {
@@ -94,7 +97,9 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
         case EntryKey::UserMetadata:
             if (v.tag == Tag::Str) um = v.ref;
             break;
-        case EntryKey::Other: break;
+        case EntryKey::Other:
+            if (unknownCount < std::size(unknown)) unknown[unknownCount++] = kv.ref;
+            break;
         }
         if (bad) badKey = kv.ref;
     }
@@ -109,7 +114,17 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
     }
     if (act == Action::Oom && !(flags & TraceColumns::HasAddr) && (flags & TraceColumns::HasDeviceFree))
         addr = deviceFree;
+    if (unknownCount) [[unlikely]]
+        countUnknown(unknown, unknownCount);
     return appendRow({act, actName, flags, addr, size, stream, time, stack, cc, um});
+}
+
+void TraceRows::countUnknown(const StringId* keys, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        auto it = std::find_if(unknownKeys_.begin(), unknownKeys_.end(), [&](const auto& p) { return p.first == keys[i]; });
+        if (it != unknownKeys_.end()) ++it->second;
+        else if (unknownKeys_.size() < 64) unknownKeys_.emplace_back(keys[i], 1);
+    }
 }
 
 Action TraceRows::actionOf(StringId name) {

@@ -27,6 +27,9 @@ public:
     uint32_t fromDict(uint32_t node, const std::string& path);
 
     TraceColumns& rows() { return rows_; }
+    // Keys of trace entries this reader does not read, with how many entries have each (string id
+    // -> count): what a view cannot show yet, said rather than dropped.
+    const std::vector<std::pair<StringId, uint64_t>>& unknownKeys() const { return unknownKeys_; }
 
 private:
     enum class EntryKey : uint8_t {
@@ -57,6 +60,8 @@ private:
     std::vector<int8_t> actionCache_;
     std::vector<EntryKey> entryKeys_;  // by string id: which trace entry field a key names
     std::vector<Value> tmpItems_;
+    std::vector<std::pair<StringId, uint64_t>> unknownKeys_;  // few: a linear search is the fastest
+    void countUnknown(const StringId* keys, size_t n);
 };
 
 } // namespace memlens::model

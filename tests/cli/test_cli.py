@@ -32,10 +32,10 @@ import snapshot_oracle as oracle
 
 REPICKLE_PROTOCOLS = (0, 2, 3, 5)
 STATES = {"active_allocated", "active_pending_free", "inactive", "allocated_before_recording"}
-STATE_KEYS = ["device", "at", "reserved_bytes", "allocated_bytes", "requested_bytes", "free_bytes",
+STATE_KEYS = ["device", "name", "at", "reserved_bytes", "allocated_bytes", "requested_bytes", "free_bytes",
               "largest_free_block", "categories", "segments"]
 CATEGORIES = ["parameter", "gradient", "optimizer_state", "saved_for_backward", "input", "other"]
-SEGMENT_KEYS = ["address", "total_size", "stream", "is_expandable", "blocks"]
+SEGMENT_KEYS = ["address", "total_size", "stream", "is_expandable", "pool", "blocks"]
 BLOCK_KEYS = ["address", "size", "requested_size", "state"]
 SAMPLES_INSIDE = 4  # state --at k checked at this many indices inside each trace
 
@@ -157,7 +157,7 @@ class FileCheck:
         t0 = time.time()
         report, name = self.report, self.name
         data = oracle.load(self.path)
-        exp_stats = oracle.stats(data)
+        exp_stats = oracle.stats(data, newer=True)
         devices = [d["device"] for d in exp_stats["devices"]]
         traced = [d for d in devices if oracle.trace_of(data, d)]
 
@@ -213,9 +213,10 @@ class FileCheck:
         if ok_run(r, label, report):
             got = parse_json(r, label, report)
             if got is not None:
-                exp = oracle.final_state(data, d)
+                exp = oracle.final_state(data, d, newer=True)
                 got = by_address(got)
                 got.pop("categories", None)  # an estimate the oracle does not make; checked below
+                got.pop("name", None)  # "cuda:N": checked with the fields below
                 diffs = json_diff(exp, got)
                 report.check(not diffs, f"{label}: differs from the file's final state: " + "; ".join(diffs)
                              + block_diff_summary(exp, got))
@@ -240,8 +241,9 @@ class FileCheck:
             missing = [key for key in STATE_KEYS if key not in got]
             extra = [key for key in got if key not in STATE_KEYS]
             report.check(not missing and not extra, f"{label}: fields: missing {missing}, unexpected {extra}")
-            report.check(got.get("device") == d and got.get("at") == k,
-                         f"{label}: device/at are {got.get('device')!r}/{got.get('at')!r}, expected {d}/{k}")
+            report.check(got.get("device") == d and got.get("at") == k and got.get("name") == f"cuda:{d}",
+                         f"{label}: device/name/at are {got.get('device')!r}/{got.get('name')!r}/{got.get('at')!r}, "
+                         f"expected {d}/cuda:{d}/{k}")
             report.check(got.get("reserved_bytes") == reserved,
                          f"{label}: reserved_bytes expected {reserved} (rewind), got {got.get('reserved_bytes')}")
             state_coherence(got, label, report)

@@ -1,6 +1,7 @@
 #pragma once
 // Documents for the view and window tests: the synthetic snapshot, a trace of TraceFixture.h, the
 // real fixtures and the bundled example, each opened as the window opens a file.
+#include "NewerSnapshot.h"
 #include "Oracle.h"
 #include "StateFixture.h"
 #include "TraceFixture.h"
@@ -19,6 +20,13 @@ namespace viewtest {
 
 inline std::unique_ptr<memlens::views::SnapshotDocument> syntheticDocument() {
     auto loaded = memlens::views::LoadedSnapshot::fromSnapshot(syntheticSnapshot(), "synthetic.pickle");
+    return std::make_unique<memlens::views::SnapshotDocument>(loaded);
+}
+
+// The snapshot of NewerSnapshot.h (pinned host memory, private pools, metadata, FX frames, an
+// overflowed ring buffer) as a document.
+inline std::unique_ptr<memlens::views::SnapshotDocument> newerDocument() {
+    auto loaded = memlens::views::LoadedSnapshot::fromSnapshot(synth::read(newer::snapshot()), "newer.pickle");
     return std::make_unique<memlens::views::SnapshotDocument>(loaded);
 }
 

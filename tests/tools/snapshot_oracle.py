@@ -10,13 +10,22 @@ It shares no code with memlens. It follows the command-line contract:
   entries    the trace entries of one action on every device, with the totals right after each
              (for tests of the views, which must not type in figures of the real files)
 
+Pinned host memory (torch 2.14, `_record_memory_history(record_pinned_host_memory=True)`): the
+top-level `host_segments` and `host_traces` (a list holding one trace) are read as a device
+numbered -1, named "host". Its allocator never splits a block, so its state at any entry is a plain
+forward replay of its trace (host_state). Newer per-device facts (stats(data, newer=True)): `name`,
+`pools` (per segment_pool_id: segments, reserved and allocated bytes of the final state), and the
+ring-buffer flags of PR #179276, `trace_overflowed` / `trace_max_entries` (trace_flags).
+
 Library use:
     data = load(path); stats(data); timeline(data, dev); final_state(data, dev); repickle(src, dst, proto)
+    stats(data, newer=True); pools(data, dev); trace_flags(data, dev); host_state(data, at)
 
 Command line (for debugging):
-    snapshot_oracle.py stats FILE
-    snapshot_oracle.py timeline FILE --device D
-    snapshot_oracle.py state FILE --device D          (the state at the last entry)
+    snapshot_oracle.py stats FILE [--newer]
+    snapshot_oracle.py timeline FILE --device D       (D: a number, or host)
+    snapshot_oracle.py state FILE --device D [--newer] (the state at the last entry)
+    snapshot_oracle.py state FILE --device host --at K (the host's state after entry K, replayed)
     snapshot_oracle.py entries FILE --action A        (e.g. every oom entry, as JSON)
     snapshot_oracle.py check FILE_OR_DIR...           (self-check of the oracle on real files)
 """
@@ -36,6 +45,8 @@ STATE_ALIASES = {"active_awaiting_free": "active_pending_free"}
 # "free" (old traces) is free_requested and free_completed in one entry.
 LIVE_DELTA = {"alloc": +1, "free_completed": -1, "free": -1}
 RESERVED_DELTA = {"segment_alloc": +1, "segment_map": +1, "segment_free": -1, "segment_unmap": -1}
+
+HOST = -1  # the device number of pinned host memory
 
 
 class RefusingUnpickler(pickle.Unpickler):
@@ -76,6 +87,37 @@ def segments_of(data):
     raise ValueError("not a memory snapshot (no 'segments' list)")
 
 
+def host_segments_of(data):
+    """The pinned host memory's segments (top-level `host_segments`), whatever their `device` says."""
+    if isinstance(data, dict) and isinstance(data.get("host_segments"), list):
+        return data["host_segments"]
+    return []
+
+
+def host_trace_of(data):
+    """The pinned host memory's trace: `host_traces` is a list holding one list of entries (a flat
+    list of entries is read as that one list)."""
+    if not isinstance(data, dict):
+        return []
+    tr = data.get("host_traces")
+    if not isinstance(tr, list) or not tr:
+        return []
+    if all(isinstance(t, list) for t in tr):
+        return [e for t in tr for e in t]
+    return [e for e in tr if isinstance(e, dict)]
+
+
+def device_segments(data, device):
+    """The final segments of `device` (HOST: the host segments)."""
+    if device == HOST:
+        return host_segments_of(data)
+    return [s for s in segments_of(data) if s["device"] == device]
+
+
+def device_name(device):
+    return "host" if device == HOST else f"cuda:{device}"
+
+
 def traces_of(data):
     """device_traces as a list indexed by device; a bare segment list has none."""
     if isinstance(data, list):
@@ -90,6 +132,8 @@ def traces_of(data):
 
 
 def trace_of(data, device):
+    if device == HOST:
+        return host_trace_of(data)
     tr = traces_of(data)
     if 0 <= device < len(tr):
         return tr[device]
@@ -115,9 +159,12 @@ def block_rows(seg):
 
 def devices_of(data):
     devs = {s["device"] for s in segments_of(data)}
+    devs.discard(HOST)  # a host segment listed among the device segments is not a CUDA device
     for d, t in enumerate(traces_of(data)):
         if len(t) > 0:
             devs.add(d)
+    if host_segments_of(data) or host_trace_of(data):
+        devs.add(HOST)
     return sorted(devs)
 
 
@@ -149,16 +196,78 @@ def totals(segments):
     }
 
 
-def stats(data):
-    segs = segments_of(data)
+def pool_id(seg):
+    """A segment's pool as [owner, id]; (0, 0), the default pool, where the file has none."""
+    p = seg.get("segment_pool_id")
+    if isinstance(p, (list, tuple)) and len(p) == 2:
+        return [int(p[0]), int(p[1])]
+    return [0, 0]
+
+
+def pools(data, device):
+    """Per pool of the final state, sorted by pool: segment count, reserved bytes (sum of total_size)
+    and allocated bytes (sum of the sizes of active_allocated blocks)."""
+    by = {}
+    for s in device_segments(data, device):
+        p = by.setdefault(tuple(pool_id(s)), {"segments": 0, "reserved_bytes": 0, "allocated_bytes": 0})
+        p["segments"] += 1
+        p["reserved_bytes"] += s["total_size"]
+        p["allocated_bytes"] += sum(size for (_a, size, _r, st) in block_rows(s) if st == "active_allocated")
+    return [{"pool": list(k), **v} for k, v in sorted(by.items())]
+
+
+TRACE_FLAG_KEYS = ("trace_alloc_overflowed", "trace_alloc_max_entries")
+
+
+def _flag_for(value, device):
+    """One device's value of a per-device flag: a list indexed by device, a dict keyed by device
+    (int or str; the host as -1 or "host"), or a scalar meaning every CUDA device. None where the
+    value does not say."""
+    if isinstance(value, dict):
+        keys = (HOST, "-1", "host") if device == HOST else (device, str(device))
+        for k in keys:
+            if k in value:
+                return value[k]
+        return None
+    if isinstance(value, (list, tuple)):
+        return value[device] if 0 <= device < len(value) else None
+    if device == HOST:
+        return None
+    return value
+
+
+def trace_flags(data, device):
+    """(trace_overflowed, trace_max_entries) of `device`: from allocator_settings, else the top level;
+    each None where the snapshot does not say."""
+    found = {}
+    if isinstance(data, dict):
+        sources = [data.get("allocator_settings"), data]
+        for key in TRACE_FLAG_KEYS:
+            for src in sources:
+                if isinstance(src, dict) and key in src:
+                    found[key] = _flag_for(src[key], device)
+                    break
+    over = found.get("trace_alloc_overflowed")
+    most = found.get("trace_alloc_max_entries")
+    over = bool(over) if isinstance(over, (bool, int)) else None
+    most = most if isinstance(most, int) and not isinstance(most, bool) else None
+    return over, most
+
+
+def stats(data, newer=False):
+    """The contract's stats. newer=True adds the keys of torch 2.12+ files: name, pools,
+    trace_overflowed, trace_max_entries."""
     out = []
     for d in devices_of(data):
-        t = totals([s for s in segs if s["device"] == d])
+        t = totals(device_segments(data, d))
         trace = trace_of(data, d)
         actions = {}
         for e in trace:
             actions[e["action"]] = actions.get(e["action"], 0) + 1
         t = {"device": d, **t, "trace_events": len(trace), "actions": actions}
+        if newer:
+            over, most = trace_flags(data, d)
+            t.update(name=device_name(d), pools=pools(data, d), trace_overflowed=over, trace_max_entries=most)
         out.append(t)
     return {"devices": out}
 
@@ -168,7 +277,7 @@ def stats(data):
 
 
 def final_live_reserved(data, device):
-    t = totals([s for s in segments_of(data) if s["device"] == device])
+    t = totals(device_segments(data, device))
     return t["requested_bytes"], t["reserved_bytes"]
 
 
@@ -210,21 +319,24 @@ def timeline_csv(data, device):
 # State
 
 
-def final_state(data, device):
+def final_state(data, device, newer=False):
     """The contract's `state --at <last>` output for `device`: the file's own segments and blocks,
-    in address order."""
-    segs = [s for s in segments_of(data) if s["device"] == device]
+    in address order. newer=True adds each segment's "pool": [owner, id]."""
+    segs = device_segments(data, device)
     t = totals(segs)
     out_segs = []
     for s in sorted(segs, key=lambda s: s["address"]):
-        out_segs.append({
+        seg = {
             "address": s["address"],
             "total_size": s["total_size"],
             "stream": s.get("stream", 0),
             "is_expandable": bool(s.get("is_expandable", False)),
             "blocks": [{"address": a, "size": size, "requested_size": req, "state": st}
                        for (a, size, req, st) in block_rows(s)],
-        })
+        }
+        if newer:
+            seg["pool"] = pool_id(s)
+        out_segs.append(seg)
     return {
         "device": device,
         "at": len(trace_of(data, device)) - 1,
@@ -233,6 +345,67 @@ def final_state(data, device):
         "requested_bytes": t["requested_bytes"],
         "free_bytes": t["free_bytes"],
         "largest_free_block": t["largest_free_block"],
+        "segments": out_segs,
+    }
+
+
+class ReplayError(Exception):
+    pass
+
+
+def host_state(data, at):
+    """The host's state right after entry `at` of its trace (-1: before the first), replayed forwards
+    from nothing: the pinned host allocator never splits, so segment_alloc makes one inactive block
+    of the segment's size, alloc takes it (requested = the entry's size), free_requested leaves it
+    active_pending_free, free_completed inactive (its requested_size stale, as in real files),
+    segment_free removes the segment. Same shape as final_state. Raises ReplayError on a trace
+    that does not replay (an entry about a block or segment it does not know)."""
+    trace = host_trace_of(data)
+    if not -1 <= at < len(trace):
+        raise ReplayError(f"no entry {at} in a host trace of {len(trace)}")
+    segs = {}  # address -> [size, stream, requested, state]
+    want = {"alloc": "inactive", "free_requested": "active_allocated", "free_completed": "active_pending_free"}
+    then = {"alloc": "active_allocated", "free_requested": "active_pending_free", "free_completed": "inactive"}
+    for i in range(at + 1):
+        e = trace[i]
+        a = e["action"]
+        addr = e.get("addr")
+        if a == "segment_alloc":
+            if addr in segs:
+                raise ReplayError(f"host entry {i}: segment_alloc at {addr}, already a segment")
+            segs[addr] = [e["size"], e.get("stream", 0), 0, "inactive"]
+        elif a == "segment_free":
+            s = segs.pop(addr, None)
+            if s is None or s[3] != "inactive":
+                raise ReplayError(f"host entry {i}: segment_free at {addr}: {s}")
+        elif a in want:
+            s = segs.get(addr)
+            if s is None or s[3] != want[a]:
+                raise ReplayError(f"host entry {i}: {a} at {addr}: {s}")
+            if a == "alloc":
+                s[2] = e["size"]
+            s[3] = then[a]
+    out_segs = []
+    reserved = allocated = requested = free = largest = 0
+    for addr in sorted(segs):
+        size, stream, req, st = segs[addr]
+        reserved += size
+        if st in ACTIVE_STATES:
+            allocated += size
+            requested += req
+        else:
+            free += size
+            largest = max(largest, size)
+        out_segs.append({"address": addr, "total_size": size, "stream": stream, "is_expandable": False,
+                         "blocks": [{"address": addr, "size": size, "requested_size": req, "state": st}]})
+    return {
+        "device": HOST,
+        "at": at,
+        "reserved_bytes": reserved,
+        "allocated_bytes": allocated,
+        "requested_bytes": requested,
+        "free_bytes": free,
+        "largest_free_block": largest,
         "segments": out_segs,
     }
 
@@ -320,6 +493,21 @@ def self_check(data):
             problems.append(f"device {dev}: negative totals before the first entry: live {live0} reserved {res0}")
         if sum(d["actions"].values()) != d["trace_events"]:
             problems.append(f"device {dev}: action counts do not add up")
+    # pinned host memory: its trace, replayed forwards, must lead to its final segments
+    trace = host_trace_of(data)
+    if trace:
+        try:
+            got = host_state(data, len(trace) - 1)
+            want = final_state(data, HOST)
+            if got["segments"] != want["segments"]:
+                problems.append("host: replaying host_traces does not lead to host_segments")
+        except ReplayError as e:
+            problems.append(f"host: {e}")
+    for d in st["devices"]:
+        over, most = trace_flags(data, d["device"])
+        if over is False and most is not None and d["trace_events"] > most:
+            problems.append(f"device {d['device']}: {d['trace_events']} entries, more than trace_alloc_max_entries "
+                            f"{most}, yet not overflowed")
     return problems
 
 
@@ -333,17 +521,26 @@ def _files(args):
             yield p
 
 
+def device_arg(text):
+    if text == "host":
+        return HOST
+    return int(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("stats")
     p.add_argument("file")
+    p.add_argument("--newer", action="store_true", help="with the keys of torch 2.12+ files")
     p = sub.add_parser("timeline")
     p.add_argument("file")
-    p.add_argument("--device", type=int, required=True)
+    p.add_argument("--device", type=device_arg, required=True)
     p = sub.add_parser("state")
     p.add_argument("file")
-    p.add_argument("--device", type=int, required=True)
+    p.add_argument("--device", type=device_arg, required=True)
+    p.add_argument("--newer", action="store_true", help="with each segment's pool")
+    p.add_argument("--at", type=int, help="host only: the state after this entry (replayed)")
     p = sub.add_parser("entries")
     p.add_argument("file")
     p.add_argument("--action", required=True)
@@ -352,11 +549,17 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     if a.cmd == "stats":
-        print(json.dumps(stats(load(a.file)), indent=1))
+        print(json.dumps(stats(load(a.file), newer=a.newer), indent=1))
     elif a.cmd == "timeline":
         sys.stdout.write(timeline_csv(load(a.file), a.device))
     elif a.cmd == "state":
-        print(json.dumps(final_state(load(a.file), a.device), indent=1))
+        data = load(a.file)
+        if a.at is not None:
+            if a.device != HOST:
+                ap.error("--at is for --device host only (the host's trace is replayed forwards)")
+            print(json.dumps(host_state(data, a.at), indent=1))
+        else:
+            print(json.dumps(final_state(data, a.device, newer=a.newer), indent=1))
     elif a.cmd == "entries":
         print(json.dumps(entries(load(a.file), a.action), indent=1))
     elif a.cmd == "check":

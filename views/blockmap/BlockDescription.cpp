@@ -103,9 +103,10 @@ QString blockTooltip(const model::Snapshot* s, const model::StateSegment& seg, c
         html += QStringLiteral("<br>allocated at entry #%1").arg(b.allocIndex);
     else if (b.kind == model::StateBlockKind::BeforeRecording)
         html += QStringLiteral("<br>allocated before the trace begins");
-    html += QStringLiteral("<br><span style='color:#777'>segment <tt>%1</tt>, %2%3</span>")
+    html += QStringLiteral("<br><span style='color:#777'>segment <tt>%1</tt>, %2%3%4</span>")
                 .arg(hexAddress(seg.address), formatBytes(seg.totalSize),
-                     seg.isExpandable ? QStringLiteral(", expandable") : QString());
+                     seg.isExpandable ? QStringLiteral(", expandable") : QString(),
+                     seg.pool.isDefault() ? QString() : QStringLiteral(", ") + QString::fromStdString(model::poolName(seg.pool)));
     if (s && b.kind != model::StateBlockKind::Free) {
         QString stack = stackExcerptHtml(*s, b.stack, maxRows);
         html += stack.isEmpty() ? QStringLiteral("<br><i>no stack recorded</i>") : QStringLiteral("<hr>") + stack;

@@ -138,9 +138,11 @@ void BlockMapCanvas::paintEvent(QPaintEvent*) {
     p.translate(kMargin, kMargin);
 
     for (const auto& piece : m_layout.segmentPieces()) {
-        const bool expandable = m_state->segments[piece.segment].isExpandable;
+        const auto& seg = m_state->segments[piece.segment];
         p.fillRect(QRect(piece.rect.x(), piece.rect.y(), piece.rect.width(), kStripe),
-                   expandable ? colors::expandableSegment() : colors::regularSegment());
+                   !seg.pool.isDefault() ? colors::privatePoolSegment()
+                   : seg.isExpandable    ? colors::expandableSegment()
+                                         : colors::regularSegment());
     }
     const QColor separator(255, 255, 255, 170);
     for (const auto& r : m_layout.rects()) {

@@ -17,6 +17,9 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <map>
+
 namespace memlens::views {
 
 namespace {
@@ -99,6 +102,9 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
         {colors::regularSegment(), tr("segment"), S::Stripe, tr("A cudaMalloc segment")},
         {colors::expandableSegment(), tr("expandable segment"), S::Stripe,
          tr("A mapped range of an expandable segment (expandable_segments:True)")},
+        {colors::privatePoolSegment(), tr("private pool"), S::Stripe,
+         tr("A segment of a private pool (a CUDA graph's, or a torch.cuda.MemPool): its free blocks serve only "
+            "that pool. Private pools come after the default pool, grouped by pool")},
     });
     v->addWidget(m_legend);
     m_pages->setContent(page);
@@ -162,15 +168,27 @@ void BlockMapView::refresh() {
     const model::DeviceState& st = simulated ? *m_simulated : m_doc->currentState();
     if (st.segments.empty()) {
         showPlaceholder((simulated ? tr("Nothing reserved in the simulation (%1) %2.").arg(m_simulatedLabel)
-                                   : tr("Nothing reserved on device %1 %2.").arg(m_doc->device()))
+                                   : tr("Nothing reserved on %1 %2.").arg(QString::fromStdString(model::deviceLabel(m_doc->device()))))
                             .arg(entryName(*m_doc, m_doc->currentEvent())));
         return;
     }
     m_pages->showContent();
     m_canvas->setMarkedAddresses(simulated ? std::vector<uint64_t>{} : m_doc->markedOnDevice());
-    m_canvas->setState(simulated ? m_simulated : std::make_shared<model::DeviceState>(st), m_doc->loaded().snapshot);
+    m_canvas->setState(simulated ? m_simulated : groupedByPool(st), m_doc->loaded().snapshot);
     updateVerdict();
     updateTotals();
+}
+
+// The state with its segments grouped by pool: the default pool first, then each private pool (CUDA
+// graphs, MemPool), each in address order.
+std::shared_ptr<const model::DeviceState> BlockMapView::groupedByPool(const model::DeviceState& st) {
+    auto copy = std::make_shared<model::DeviceState>(st);
+    std::stable_sort(copy->segments.begin(), copy->segments.end(),
+                     [](const model::StateSegment& a, const model::StateSegment& b) {
+                         if (a.pool.isDefault() != b.pool.isDefault()) return a.pool.isDefault();
+                         return a.pool < b.pool;
+                     });
+    return copy;
 }
 
 void BlockMapView::setSimulatedState(std::shared_ptr<const model::DeviceState> state, const QString& label) {
@@ -207,14 +225,27 @@ void BlockMapView::updateTotals() {
     }
     const model::DeviceState& st = *m_canvas->state();
     const auto b = [](uint64_t v) { return QStringLiteral("<b>") + formatBytes(v) + QStringLiteral("</b>"); };
-    QString text = QStringLiteral("Device %1, %2: reserved %3 \u00b7 allocated %4 \u00b7 free %5 \u00b7 largest free block %6"
+    QString text = QStringLiteral("%1, %2: reserved %3 \u00b7 allocated %4 \u00b7 free %5 \u00b7 largest free block %6"
                                   " \u00b7 fragmentation <b>%7%</b> \u00b7 %8 segments")
-                       .arg(m_doc->device())
+                       .arg(m_doc->device() == model::kHostDevice ? tr("Pinned host memory")
+                                                                   : tr("Device %1").arg(m_doc->device()))
                        .arg(entryName(*m_doc, m_doc->currentEvent()), b(st.reservedBytes), b(st.allocatedBytes),
                             b(st.freeBytes), b(st.largestFreeBlock))
                        .arg(QString::number(st.fragmentation() * 100.0, 'f', 0))
                        .arg(st.segments.size());
     if (st.pendingFreeBytes) text += QStringLiteral(" \u00b7 pending free %1").arg(b(st.pendingFreeBytes));
+    // each private pool apart: its cache serves only that pool
+    std::map<model::PoolId, std::pair<uint64_t, uint64_t>> pools;  // reserved, allocated
+    for (const auto& seg : st.segments) {
+        if (seg.pool.isDefault()) continue;
+        auto& [reserved, allocated] = pools[seg.pool];
+        reserved += seg.totalSize;
+        for (const auto& blk : seg.blocks)
+            if (blk.kind != model::StateBlockKind::Free) allocated += blk.size;
+    }
+    for (const auto& [pool, figures] : pools)
+        text += QStringLiteral(" \u00b7 %1: reserved %2, allocated %3")
+                    .arg(QString::fromStdString(model::poolName(pool)), b(figures.first), b(figures.second));
     if (isShowingSimulated())
         text = tr("<span style='color:#9467bd'><b>Simulated</b></span> (%1): ").arg(m_simulatedLabel.toHtmlEscaped()) + text;
     text += markedSentence(st);

@@ -52,6 +52,7 @@ private:
     void showPlaceholder(const QString& text);
     void updateVerdict();
     void updateTotals();
+    static std::shared_ptr<const model::DeviceState> groupedByPool(const model::DeviceState& st);
     // The line about the blocks held by what the document marks (a selected retained graph).
     QString markedSentence(const model::DeviceState& st) const;
 

@@ -3,6 +3,7 @@
 
 #include "common/PlaceholderPages.h"
 
+#include "breakdown/AllocatorSettingsPanel.h"
 #include "breakdown/BreakdownBar.h"
 #include "document/SnapshotDocument.h"
 #include "common/ViewColors.h"
@@ -72,12 +73,20 @@ BreakdownView::BreakdownView(QWidget* parent) : QWidget(parent) {
     m_categories->setTextFormat(Qt::RichText);
     v->addWidget(m_categories);
 
+    m_pools = new QLabel(page);
+    m_pools->setObjectName(QStringLiteral("breakdownPools"));
+    m_pools->setWordWrap(true);
+    m_pools->setTextFormat(Qt::RichText);
+    v->addWidget(m_pools);
+
     m_note = new QLabel(page);
     m_note->setWordWrap(true);
     m_note->setTextFormat(Qt::RichText);
     m_note->setContentsMargins(8, 6, 8, 6);
     m_note->setStyleSheet(QStringLiteral("QLabel { background: palette(alternate-base); border-radius: 4px; }"));
     v->addWidget(m_note);
+    m_settings = new AllocatorSettingsPanel(page);
+    v->addWidget(m_settings);
     v->addStretch(1);
 
     scroll->setWidget(page);
@@ -108,6 +117,7 @@ void BreakdownView::setCategoryTags(model::CategoryTags tags) {
 
 QString BreakdownView::headlineText() const { return m_headline->text(); }
 QString BreakdownView::categoryText() const { return m_categories->text(); }
+QString BreakdownView::poolsText() const { return m_pools->isHidden() ? QString() : m_pools->text(); }
 QString BreakdownView::noteText() const { return m_note->isHidden() ? QString() : m_note->text(); }
 bool BreakdownView::isShowingPlaceholder() const { return m_pages->isShowingPlaceholder(); }
 
@@ -152,6 +162,7 @@ void BreakdownView::refresh() {
     if (!m_doc) {
         m_breakdown = {};
         m_bar->clear();
+        m_settings->setSnapshot(nullptr, 0);
         m_pages->showPlaceholder(tr("No snapshot open.\nThis view explains where the reserved GPU memory goes, and why "
                                     "nvidia-smi shows more than PyTorch's allocated memory."));
         return;
@@ -164,7 +175,10 @@ void BreakdownView::refresh() {
     const uint64_t live = m_breakdown.bytes(model::BreakdownPart::LiveTensors);
     const int64_t at = m_doc->currentEvent();
     const QString when = at < 0 ? tr("before the first entry") : tr("after entry #%1").arg(at);
-    QString headline = tr("<b>Why nvidia-smi shows more</b> \u2014 device %1, %2<br>").arg(m_doc->device()).arg(when);
+    QString headline = tr("<b>Why nvidia-smi shows more</b> \u2014 %1, %2<br>")
+                           .arg(m_doc->device() == model::kHostDevice ? tr("pinned host memory")
+                                                                       : tr("device %1").arg(m_doc->device()))
+                           .arg(when);
     if (m_breakdown.reservedBytes == 0) {
         headline += tr("PyTorch's allocator holds no memory at this point.");
     } else {
@@ -210,6 +224,21 @@ void BreakdownView::refresh() {
     m_categories->setText(parts.isEmpty() ? QString()
                                           : tr("<b>Live tensors by category</b> (%1): ").arg(how) + parts.join(QStringLiteral(" \u00b7 ")));
     m_categories->setVisible(!parts.isEmpty());
+
+    // private pools apart: inside the parts above, but their cache serves only their own pool
+    QStringList pools;
+    for (const auto& p : m_breakdown.privatePools)
+        pools << tr("%1: reserved <b>%2</b>, live %3, cached free %4")
+                     .arg(QString::fromStdString(model::poolName(p.pool)), formatBytes(p.reservedBytes),
+                          formatBytes(p.liveBytes), formatBytes(p.freeBytes));
+    m_pools->setText(pools.isEmpty()
+                         ? QString()
+                         : tr("<b>Private pools</b> (CUDA graphs, torch.cuda.MemPool; counted in the parts above): ") +
+                               pools.join(QStringLiteral(" \u00b7 ")) +
+                               tr(". A private pool's free blocks serve only that pool, and empty_cache() cannot release "
+                                  "them while the pool (or the graph that owns it) is alive."));
+    m_pools->setVisible(!pools.isEmpty());
+    m_settings->setSnapshot(&m_doc->snapshot(), m_doc->device());
 
     QString note;
     if (!m_breakdown.hasProcessFigures)

@@ -18,6 +18,7 @@ class QLabel;
 namespace memlens::views {
 
 class PlaceholderPages;
+class AllocatorSettingsPanel;
 class BreakdownBar;
 class SnapshotDocument;
 
@@ -40,6 +41,9 @@ public:
     bool isShowingPlaceholder() const;
     // "Parameters 12 MiB · Gradients 12 MiB · ..." of the live tensors, for tests.
     QString categoryText() const;
+    // The private pools line; empty when every segment is in the default pool.
+    QString poolsText() const;
+    AllocatorSettingsPanel* settingsPanel() const { return m_settings; }
 
 private:
     void refresh();
@@ -64,6 +68,8 @@ private:
     QVector<Row> m_rows;
     QLabel* m_note = nullptr;
     QLabel* m_categories = nullptr;
+    QLabel* m_pools = nullptr;                    // private pools apart
+    AllocatorSettingsPanel* m_settings = nullptr;  // the snapshot's allocator settings
     // the role of each allocation stack of the document's snapshot (computed once per document)
     const model::Snapshot* m_rolesOf = nullptr;
     std::vector<model::StackRole> m_roles;

@@ -46,6 +46,7 @@ QColor largestFreeOutline() { return QColor(0xd6, 0x27, 0x28); }
 QColor markedOutline() { return QColor(0xc0, 0x26, 0xd3); }
 QColor expandableSegment() { return QColor(0x1b, 0x9e, 0x9e); }
 QColor regularSegment() { return QColor(0x80, 0x80, 0x80); }
+QColor privatePoolSegment() { return QColor(0x8c, 0x56, 0x4b); }
 QColor oomBackground() { return QColor(0xfd, 0xe8, 0xe8); }
 QColor oomText() { return QColor(0x9b, 0x1c, 0x1c); }
 

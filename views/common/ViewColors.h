@@ -19,6 +19,7 @@ QColor largestFreeOutline();   // the largest free block's outline
 QColor markedOutline();        // blocks held by the selected retained graph
 QColor expandableSegment();    // the stripe over expandable segments
 QColor regularSegment();       // the stripe over cudaMalloc segments
+QColor privatePoolSegment();   // the stripe over segments of a private pool (CUDA graphs, MemPool)
 QColor oomBackground();
 QColor oomText();
 

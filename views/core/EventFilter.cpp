@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <unordered_map>
 
 namespace memlens::views {
 
@@ -40,6 +41,15 @@ std::vector<int64_t> EventFilter::apply(const model::Snapshot& snapshot, const m
     const bool hexOk = !hexNeedle.empty() && hexNeedle.find_first_not_of("0123456789abcdef") == std::string::npos;
     std::vector<uint8_t> stackMatch;
     if (!needle.empty()) stackMatch = stacksMatching(snapshot, needle);
+    // user_metadata and compile_context strings: a few distinct ones, each tested once
+    std::unordered_map<model::StringId, bool> labelMatch;
+    auto labelMatches = [&](model::StringId id) {
+        if (id == model::StringTable::kEmpty) return false;
+        auto [it, inserted] = labelMatch.try_emplace(id, false);
+        if (inserted) it->second = lower(std::string(snapshot.str(id))).find(needle) != std::string::npos;
+        return it->second;
+    };
+    const bool hasLabels = trace.userMetadata.size() == trace.rows() && trace.compileContext.size() == trace.rows();
     char buf[24];
     for (int64_t i = lo; i <= hi; ++i) {
         if ((i & 0xFFFF) == 0 && cancel && cancel->load(std::memory_order_relaxed)) return {};
@@ -50,6 +60,7 @@ std::vector<int64_t> EventFilter::apply(const model::Snapshot& snapshot, const m
         if (!needle.empty()) {
             const model::StackId s = trace.stack[k];
             bool match = s < stackMatch.size() && stackMatch[s];
+            if (!match && hasLabels) match = labelMatches(trace.userMetadata[k]) || labelMatches(trace.compileContext[k]);
             if (!match && hexOk && (trace.flags[k] & model::TraceColumns::HasAddr)) {
                 std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(trace.addr[k]));
                 match = std::string_view(buf).find(hexNeedle) != std::string_view::npos;

@@ -18,8 +18,9 @@ struct EventFilter {
     uint32_t actions = kAllActions;
     uint64_t minSize = 0;
     uint64_t maxSize = std::numeric_limits<uint64_t>::max();
-    // Case-insensitive; matches the top frame's label (frames::topFrameLabel) or the address in
-    // hex ("7f3a", "0x7f3a..." ). Empty matches everything.
+    // Case-insensitive; matches the top frame's label (frames::topFrameLabel), the entry's
+    // user_metadata or compile_context, or the address in hex ("7f3a", "0x7f3a..." ). Empty
+    // matches everything.
     std::string text;
     int64_t first = 0;  // entry range, both ends included
     int64_t last = std::numeric_limits<int64_t>::max();

@@ -16,8 +16,10 @@ DocumentSession::~DocumentSession() {
 
 SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent)
     : QObject(parent), m_loaded(std::move(loaded)) {
-    // open the device with the longest trace, as PyTorch's viewer does; else the first with segments
-    const auto devs = devices();
+    // open the device with the longest trace, as PyTorch's viewer does; else the first with segments;
+    // a GPU before the pinned host memory
+    auto devs = devices();
+    if (devs.size() > 1) devs.removeAll(model::kHostDevice);
     if (!devs.isEmpty()) {
         m_device = devs.front();
         size_t best = 0;

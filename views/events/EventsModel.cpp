@@ -106,6 +106,13 @@ void EventsModel::showAll() {
     endResetModel();
 }
 
+QString EventsModel::labelText(const std::vector<model::StringId>& column, size_t entry) const {
+    if (entry >= column.size() || column[entry] == model::StringTable::kEmpty) return {};
+    const std::string_view s = m_doc->snapshot().str(column[entry]);
+    if (s == "N/A") return {};  // torch's compile_context outside a compiled region
+    return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
+}
+
 const model::TraceColumns* EventsModel::trace() const { return m_doc ? &m_doc->deviceData().trace : nullptr; }
 
 int64_t EventsModel::entryCount() const { return m_doc ? m_doc->entryCount() : 0; }
@@ -176,6 +183,8 @@ QVariant EventsModel::data(const QModelIndex& index, int role) const {
             return QStringLiteral("0x") + QString::number(t->addr[i], 16);
         case SizeColumn: return formatBytes(static_cast<double>(t->size[i]));
         case FrameColumn: return frameLabel(t->stack[i]);
+        case MetadataColumn: return labelText(t->userMetadata, i);
+        case CompileContextColumn: return labelText(t->compileContext, i);
         }
         return {};
     case SortValueRole:
@@ -187,6 +196,10 @@ QVariant EventsModel::data(const QModelIndex& index, int role) const {
         }
     case Qt::ToolTipRole:
         if (column == FrameColumn) return frameTooltip(t->stack[i]);
+        if (column == MetadataColumn || column == CompileContextColumn) {
+            const QString text = labelText(column == MetadataColumn ? t->userMetadata : t->compileContext, i);
+            return text.isEmpty() ? QVariant() : QVariant(text);
+        }
         if (column == SizeColumn) return tr("%1 bytes").arg(QLocale::system().toString(static_cast<qulonglong>(t->size[i])));
         return {};
     case Qt::ForegroundRole:
@@ -214,6 +227,8 @@ QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int r
     case AddressColumn: return tr("Address");
     case SizeColumn: return tr("Size");
     case FrameColumn: return tr("Top frame");
+    case MetadataColumn: return tr("User metadata");
+    case CompileContextColumn: return tr("Compile context");
     }
     return {};
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The trace entries of the document's device as a table: index, time, action, address, size and
-// top frame. Rows are computed when asked for, from the trace's columns: the model holds only
+// The trace entries of the document's device as a table: index, time, action, address, size, user
+// metadata, compile context and top frame. Rows are computed when asked for, from the trace's columns: the model holds only
 // which entries it shows (a range, or a list built by a filter), never a row per entry.
 #include "memlens/model/Snapshot.h"
 
@@ -18,7 +18,17 @@ class SnapshotDocument;
 class EventsModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { IndexColumn, TimeColumn, ActionColumn, AddressColumn, SizeColumn, FrameColumn, ColumnCount };
+    enum Column {
+        IndexColumn,
+        TimeColumn,
+        ActionColumn,
+        AddressColumn,
+        SizeColumn,
+        MetadataColumn,        // user_metadata (torch.cuda.memory._set_memory_metadata)
+        CompileContextColumn,  // compile_context ("Torch-Compiled Region: 0/0"); empty for 'N/A'
+        FrameColumn,
+        ColumnCount
+    };
     enum Role { EntryRole = Qt::UserRole + 1, SortValueRole };
 
     explicit EventsModel(QObject* parent = nullptr);
@@ -45,6 +55,7 @@ public:
 private:
     const model::TraceColumns* trace() const;
     QString frameLabel(model::StackId stack) const;
+    QString labelText(const std::vector<model::StringId>& column, size_t entry) const;
     QString frameTooltip(model::StackId stack) const;
     void resetFrames();
 

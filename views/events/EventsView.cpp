@@ -81,8 +81,8 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     row->addWidget(new QLabel(QStringLiteral("–"), bar));
     row->addWidget(m_maxSize);
     m_search = new QLineEdit(bar);
-    m_search->setPlaceholderText(tr("Frame or address"));
-    m_search->setToolTip(tr("Show entries whose top frame or hex address contains this text"));
+    m_search->setPlaceholderText(tr("Frame, metadata or address"));
+    m_search->setToolTip(tr("Show entries whose top frame, user metadata, compile context or hex address contains this text"));
     m_search->setMinimumWidth(120);
     m_search->setClearButtonEnabled(true);
     row->addWidget(m_search, 1);
@@ -110,6 +110,8 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
     m_table->setColumnWidth(EventsModel::ActionColumn, digit * 15);
     m_table->setColumnWidth(EventsModel::AddressColumn, digit * 17);
     m_table->setColumnWidth(EventsModel::SizeColumn, digit * 11);
+    m_table->setColumnWidth(EventsModel::MetadataColumn, digit * 20);
+    m_table->setColumnWidth(EventsModel::CompileContextColumn, digit * 24);
     layout->addWidget(m_table, 1);
     m_count = new QLabel(this);
     m_count->setContentsMargins(6, 2, 6, 2);
@@ -138,10 +140,35 @@ void EventsView::setDocument(SnapshotDocument* doc) {
     m_model->setDocument(doc);
     if (doc) {
         connect(doc, &SnapshotDocument::deviceChanged, this, &EventsView::applyFilter);
+        connect(doc, &SnapshotDocument::deviceChanged, this, &EventsView::updateLabelColumns);
         connect(doc, &SnapshotDocument::selectionChanged, this, &EventsView::applyFilter);
         connect(doc, &SnapshotDocument::currentEventChanged, this, &EventsView::followCurrent);
     }
+    updateLabelColumns();
     applyFilter();
+}
+
+// The user metadata and compile context columns show only where the trace has some (torch 2.10+
+// with _set_memory_metadata, torch.compile); older snapshots keep the table as it was.
+void EventsView::updateLabelColumns() {
+    bool metadata = false, compile = false;
+    if (m_doc) {
+        const model::Snapshot& snap = m_doc->snapshot();
+        const model::TraceColumns& t = m_doc->deviceData().trace;
+        const model::StringId na = snap.strings.find("N/A");
+        for (model::StringId id : t.userMetadata)
+            if (id != model::StringTable::kEmpty) {
+                metadata = true;
+                break;
+            }
+        for (model::StringId id : t.compileContext)
+            if (id != model::StringTable::kEmpty && id != na) {
+                compile = true;
+                break;
+            }
+    }
+    m_table->setColumnHidden(EventsModel::MetadataColumn, !metadata);
+    m_table->setColumnHidden(EventsModel::CompileContextColumn, !compile);
 }
 
 EventFilter EventsView::currentFilter() const {

@@ -60,6 +60,7 @@ protected:
 
 private:
     void applyFilter();
+    void updateLabelColumns();
     void install(std::vector<int64_t> rows, bool list, const EventFilter& filter);
     // A filter on a worker failed: no rows, and the one-line error in the count.
     void filterFailed(const QString& message);

@@ -129,10 +129,12 @@ void FindingsView::start() {
     m_jobs->start<std::shared_ptr<const model::DoctorReport>>(
         [loaded, device, session](const JobControl& control) {
             model::DoctorOptions options;
-            options.device = device;
+            // the doctor reads GPU memory: with the pinned host memory shown, it picks the GPU itself
+            const int gpu = device == model::kHostDevice ? model::doctorDevice(*loaded->snapshot) : device;
+            options.device = gpu;
             options.cancel = control.cancelFlag();
             // the document's own history of the device: not built a second time
-            if (auto h = loaded->histories.find(device); h != loaded->histories.end()) options.history = h->second.get();
+            if (auto h = loaded->histories.find(gpu); h != loaded->histories.end()) options.history = h->second.get();
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);

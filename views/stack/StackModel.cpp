@@ -99,13 +99,42 @@ QString StackModel::kindText(uint32_t position) const {
     return {};
 }
 
+QString StackModel::fxNodeText(const model::Snapshot& snap, model::FrameId f) {
+    if (f >= snap.frames.size() || !snap.frames[f].hasFx()) return {};
+    const model::Frame& fr = snap.frames[f];
+    auto text = [&](model::StringId id) { return QString::fromUtf8(snap.str(id)); };
+    QString s = tr("FX node");
+    if (fr.fxName) s += QLatin1Char(' ') + text(fr.fxName);
+    if (fr.fxOp || fr.fxTarget) {
+        s += QStringLiteral(" (");
+        if (fr.fxOp) s += text(fr.fxOp);
+        if (fr.fxOp && fr.fxTarget) s += QStringLiteral(": ");
+        if (fr.fxTarget) s += text(fr.fxTarget);
+        s += QLatin1Char(')');
+    }
+    return s;
+}
+
+int StackModel::fxFramePosition() const {
+    if (!m_snapshot) return -1;
+    for (uint32_t i = 0; i < m_classes.size(); ++i) {
+        const model::FrameId f = frameAt(i);
+        if (f < m_snapshot->frames.size() && m_snapshot->frames[f].hasFx()) return static_cast<int>(i);
+    }
+    return -1;
+}
+
 QVariant StackModel::frameData(uint32_t position, int column, int role) const {
     const model::FrameId f = frameAt(position);
     const model::FrameKind kind = m_classes[position].kind;
     switch (role) {
     case Qt::DisplayRole:
         switch (column) {
-        case FunctionColumn: return frametext::function(*m_snapshot, f);
+        case FunctionColumn: {
+            const QString fx = fxNodeText(*m_snapshot, f);
+            return fx.isEmpty() ? frametext::function(*m_snapshot, f)
+                                : frametext::function(*m_snapshot, f) + QStringLiteral("  [") + fx + QLatin1Char(']');
+        }
         case LocationColumn: return frametext::location(*m_snapshot, f);
         case KindColumn: return kindText(position);
         }
@@ -114,7 +143,15 @@ QVariant StackModel::frameData(uint32_t position, int column, int role) const {
         const QString where = frametext::location(*m_snapshot, f, true);
         QString tip = QStringLiteral("<p style='white-space:pre-wrap'>") + frametext::function(*m_snapshot, f).toHtmlEscaped();
         if (!where.isEmpty()) tip += QStringLiteral("<br><span style='color:#777'>") + where.toHtmlEscaped() + QStringLiteral("</span>");
-        return tip + QStringLiteral("<br><i>") + kindText(position).toHtmlEscaped() + QStringLiteral("</i></p>");
+        tip += QStringLiteral("<br><i>") + kindText(position).toHtmlEscaped() + QStringLiteral("</i>");
+        if (const QString fx = fxNodeText(*m_snapshot, f); !fx.isEmpty()) {
+            tip += QStringLiteral("<br>") + fx.toHtmlEscaped();
+            const model::Frame& fr = m_snapshot->frames[f];
+            if (fr.fxOriginalTrace)
+                tip += QStringLiteral("<br>") + tr("Original model code:") + QStringLiteral("<pre>") +
+                       QString::fromUtf8(m_snapshot->str(fr.fxOriginalTrace)).toHtmlEscaped() + QStringLiteral("</pre>");
+        }
+        return tip + QStringLiteral("</p>");
     }
     case Qt::DecorationRole:
         return column == FunctionColumn ? QVariant(colors::frameKindIcon(kind)) : QVariant();

@@ -35,6 +35,12 @@ public:
     QString stackText() const;
     // The frames behind some indexes (a folded row brings all of its frames), in stack order.
     QString framesText(const QModelIndexList& indexes) const;
+    // "FX node addmm (call_function: aten.addmm.default)" for a frame of generated code that
+    // _dump_snapshot(augment_with_fx_traces=True) annotated; empty otherwise.
+    static QString fxNodeText(const model::Snapshot& snap, model::FrameId f);
+    // The innermost frame with FX information, as a position in the stack; -1 if none.
+    int fxFramePosition() const;
+    model::FrameId frameIdAt(uint32_t position) const { return frameAt(position); }
 
     QModelIndex index(int row, int column, const QModelIndex& parent = QModelIndex()) const override;
     QModelIndex parent(const QModelIndex& child) const override;

@@ -11,6 +11,8 @@
 #include <QClipboard>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QFontDatabase>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QToolButton>
 #include <QTreeView>
@@ -31,6 +33,14 @@ QString entryDescription(const SnapshotDocument& doc, int64_t i) {
     QString s = QStringLiteral("Entry #%1: %2 of %3").arg(i).arg(action, formatBytes(t.size[i]));
     if (t.action[i] != model::Action::Oom && (t.flags[i] & model::TraceColumns::HasAddr))
         s += QStringLiteral(" at 0x") + QString::number(t.addr[i], 16);
+    // the labels torch attaches to an entry: _set_memory_metadata's string, the compiled region
+    auto label = [&](const std::vector<model::StringId>& column) -> QString {
+        if (static_cast<size_t>(i) >= column.size() || column[i] == model::StringTable::kEmpty) return {};
+        const std::string_view v = doc.snapshot().str(column[i]);
+        return v == "N/A" ? QString() : QString::fromUtf8(v.data(), static_cast<qsizetype>(v.size()));
+    };
+    if (const QString m = label(t.userMetadata); !m.isEmpty()) s += QStringLiteral(" · ") + m;
+    if (const QString c = label(t.compileContext); !c.isEmpty()) s += QStringLiteral(" · ") + c;
     return s;
 }
 
@@ -89,6 +99,16 @@ StackView::StackView(QWidget* parent) : QWidget(parent) {
     m_tree->addAction(copyAction);
     m_pages->setContent(m_tree);
     v->addWidget(m_pages, 1);
+    // the original model code of a frame of generated code (augment_with_fx_traces)
+    m_fx = new QLabel(this);
+    m_fx->setTextFormat(Qt::PlainText);
+    m_fx->setWordWrap(false);
+    m_fx->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_fx->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_fx->setStyleSheet(QStringLiteral("background: #f6f6f0; border: 1px solid #ddd; padding: 4px;"));
+    m_fx->hide();
+    v->addWidget(m_fx);
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &StackView::updateFxPanel);
 
     connect(m_copy, &QToolButton::clicked, this, &StackView::copy);
     connect(m_expand, &QToolButton::toggled, this, &StackView::setShowAll);
@@ -140,6 +160,7 @@ void StackView::refresh() {
         m_pages->showPlaceholder(tr("The stack of the selected allocation appears here."));
         m_copy->setEnabled(false);
         m_expand->setEnabled(false);
+        m_fx->hide();
         return;
     }
     model::StackId stack = 0;
@@ -158,6 +179,7 @@ void StackView::refresh() {
     // the same stack again keeps its expansion and selection
     if (stack != m_model->stack() || m_model->snapshot() != m_doc->loaded().snapshot.get())
         m_model->setStack(m_doc->loaded().snapshot, stack);
+    updateFxPanel();
     const bool have = m_model->frameCount() > 0;
     m_copy->setEnabled(have);
     m_expand->setEnabled(have);
@@ -175,5 +197,34 @@ void StackView::refresh() {
         "stacks were recorded;</li>"
         "<li>the file is a torch 2.0 snapshot or a state dump without frames.</li></ul>"));
 }
+
+// The FX node and original model code of the selected frame, else of the innermost frame that
+// has them; hidden when the stack has none.
+void StackView::updateFxPanel() {
+    const model::Snapshot* snap = m_model->snapshot();
+    int position = -1;
+    const QModelIndex current = m_tree->currentIndex();
+    if (snap && current.isValid() && !current.data(StackModel::FoldedRole).toBool()) {
+        const uint32_t p = current.data(StackModel::FrameIndexRole).toUInt();
+        const model::FrameId f = m_model->frameIdAt(p);
+        if (f < snap->frames.size() && snap->frames[f].hasFx()) position = static_cast<int>(p);
+    }
+    if (position < 0) position = m_model->fxFramePosition();
+    if (!snap || position < 0) {
+        m_fx->hide();
+        m_fx->clear();
+        return;
+    }
+    const model::FrameId f = m_model->frameIdAt(static_cast<uint32_t>(position));
+    const model::Frame& fr = snap->frames[f];
+    QString text = StackModel::fxNodeText(*snap, f);
+    if (fr.fxOriginalTrace)
+        text += QLatin1Char('\n') + tr("Original model code:") + QLatin1Char('\n') +
+                QString::fromUtf8(snap->str(fr.fxOriginalTrace)).trimmed();
+    m_fx->setText(text);
+    m_fx->show();
+}
+
+QString StackView::fxText() const { return m_fx->isHidden() ? QString() : m_fx->text(); }
 
 } // namespace memlens::views

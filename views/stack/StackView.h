@@ -29,11 +29,16 @@ public:
     QTreeView* tree() const { return m_tree; }
     QString titleText() const;
     QString placeholderText() const;  // empty while a stack is shown
+    // The FX node and original model code shown under the stack; empty when none is shown.
+    QString fxText() const;
     // Copies the selected frames, or the whole stack when nothing is selected.
     void copy() const;
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
+
+private slots:
+    void updateFxPanel();
 
 private:
     void refresh();
@@ -46,6 +51,7 @@ private:
     QToolButton* m_copy = nullptr;
     PlaceholderPages* m_pages = nullptr;
     QTreeView* m_tree = nullptr;
+    QLabel* m_fx = nullptr;
 };
 
 } // namespace memlens::views

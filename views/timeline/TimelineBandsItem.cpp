@@ -120,6 +120,13 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
         QRgb* p = bits + static_cast<qsizetype>(yTop) * stride + x;
         for (int y = yTop; y < yBottom; ++y, p += stride) *p = c;
     };
+    // allocations from before the trace (the ring buffer dropped their alloc, or recording started
+    // late): hatched, so that they read as memory the trace never saw allocated
+    auto fillHatched = [&](int x, int yBottom, int yTop, QRgb c) {
+        const QRgb light = blend(c, 0xffffffff, 0.55);
+        QRgb* p = bits + static_cast<qsizetype>(yTop) * stride + x;
+        for (int y = yTop; y < yBottom; ++y, p += stride) *p = ((x + y) & 3) == 0 ? c : light;
+    };
     const QRgb other = m_highlightStack != 0 ? blend(otherColor().rgba(), 0xffffffff, 0.5) : otherColor().rgba();
     const int columns = bands.width();
     for (int x = 0; x < w; ++x) {
@@ -136,7 +143,8 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
             if (y == yPrev) continue;
             QRgb col = colorOf(id);
             if (static_cast<int64_t>(id) == m_hovered) col = blend(col, 0xff000000, 0.25);
-            fill(x, yPrev, y, col);
+            if (all[id].allocatedBeforeRecording()) fillHatched(x, yPrev, y, col);
+            else fill(x, yPrev, y, col);
             if (yPrev - y >= 4) bits[y * stride + x] = blend(col, 0xff000000, 0.18);  // top edge
             yPrev = y;
         }

@@ -55,6 +55,13 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
     auto* bar = new QWidget(this);
     buildToolbar(bar);
     layout->addWidget(bar);
+    m_notice = new QLabel(this);
+    m_notice->setTextFormat(Qt::PlainText);
+    m_notice->setWordWrap(true);
+    m_notice->setContentsMargins(8, 3, 8, 3);
+    m_notice->setStyleSheet(QStringLiteral("background: #fff4d6; color: #5a4500; border-bottom: 1px solid #e8d9a8;"));
+    m_notice->hide();
+    layout->addWidget(m_notice);
 
     m_pages = new PlaceholderPages(this);
     m_pages->label()->setMargin(24);
@@ -198,6 +205,67 @@ void TimelineView::setColourByCategory(bool on) {
 
 QString TimelineView::legendText() const { return m_legend->text(); }
 
+QString TimelineView::noticeText() const { return m_notice->isHidden() ? QString() : m_notice->text(); }
+
+// Says so when the trace starts mid-run: torch's ring buffer (max_entries) overflowed and dropped
+// the entries before the first one kept (trace_alloc_overflowed, torch after 2.11).
+void TimelineView::updateNotice() {
+    QString text;
+    if (m_doc && m_doc->entryCount() > 0) {
+        const model::DeviceData& dd = m_doc->deviceData();
+        if (dd.traceTruncated()) {
+            // each allocation whose alloc entry is missing (a free without it, a live block the
+            // trace never mentions) stands for at least one dropped entry
+            int64_t missing = 0;
+            for (const AllocationLifetime& l : m_doc->lifetimes().all()) {
+                if (!l.allocatedBeforeRecording()) break;  // sorted: those from before the trace first
+                ++missing;
+            }
+            const QLocale locale = QLocale::system();
+            text = dd.traceMaxEntries
+                       ? tr("The trace starts mid-run: its ring buffer of %1 entries overflowed, so the entries before "
+                            "the first one kept were dropped (_record_memory_history(max_entries=...)).")
+                             .arg(locale.toString(static_cast<qlonglong>(*dd.traceMaxEntries)))
+                       : tr("The trace starts mid-run: its ring buffer overflowed, so the entries before the first "
+                            "one kept were dropped.");
+            if (missing == 1)
+                text += QLatin1Char(' ') + tr("At least 1 allocation was made in the dropped part (its free or its "
+                                              "block is here, its alloc is not): drawn hatched, its stack may be missing.");
+            else if (missing > 1)
+                text += QLatin1Char(' ') + tr("At least %1 allocations were made in the dropped part (their free or "
+                                              "their block is here, their alloc is not): drawn hatched, their stacks "
+                                              "may be missing.")
+                                               .arg(locale.toString(static_cast<qlonglong>(missing)));
+        }
+    }
+    // what the file has that memlens does not show yet: said, not dropped
+    if (m_doc)
+        for (const std::string& n : m_doc->snapshot().notes)
+            text += (text.isEmpty() ? QString() : QStringLiteral("\n")) + tr("Not shown: %1.").arg(QString::fromStdString(n));
+    m_notice->setText(text);
+    m_notice->setVisible(!text.isEmpty());
+}
+
+// One dashed line per private pool (CUDA graphs, MemPool) with the pool's reserved bytes.
+void TimelineView::updatePoolLines() {
+    static const QColor kPoolColors[] = {QColor(0x8c, 0x56, 0x4b), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22),
+                                         QColor(0xe3, 0x77, 0xc2)};
+    for (QCPGraph* g : m_poolLines) m_plot->removeGraph(g);
+    m_poolLines.clear();
+    if (!m_doc || m_doc->entryCount() == 0) return;
+    const auto& pools = m_doc->timeline().privatePools;
+    for (size_t p = 0; p < pools.size(); ++p) {
+        QCPGraph* g = m_plot->addGraph();
+        g->setPen(QPen(kPoolColors[p % std::size(kPoolColors)], 2, Qt::DashLine));  // few points: 2 px is cheap
+        g->setAdaptiveSampling(false);
+        g->setSelectable(QCP::stNone);
+        g->setName(QString::fromStdString(model::poolName(pools[p].pool)));
+        m_poolLines.push_back(g);
+    }
+    m_dirty = true;
+    updateLegend();
+}
+
 void TimelineView::updateLegend() {
     if (m_byCategory) {
         QString text = tr("<span style='color:%1'>&#9644;</span> live &nbsp; <span style='color:%2'>&#9644;</span> reserved &nbsp;")
@@ -220,6 +288,10 @@ void TimelineView::updateLegend() {
                  TimelineBandsItem::otherColor().name());
     if (!m_processPlaced.empty())
         text += tr(" &nbsp; <span style='color:%1'>&#9644;</span> nvidia-smi (NVML)").arg(kProcessColor.name());
+    if (m_doc && m_doc->lifetimes().size() > 0 && m_doc->lifetimes()[0].allocatedBeforeRecording())
+        text += tr(" &nbsp; &#9636; allocated before the trace");
+    for (QCPGraph* g : m_poolLines)
+        text += tr(" &nbsp; <span style='color:%1'>- -</span> %2 reserved").arg(g->pen().color().name(), g->name().toHtmlEscaped());
     if (!m_simulatedSeries.empty())
         text += tr(" &nbsp; <span style='color:%1'>- -</span> simulated reserved <span style='color:%1'>&middot;&middot;&middot;</span> "
                    "simulated live")
@@ -345,6 +417,8 @@ void TimelineView::rebuild() {
         QMargins(kMarginLeft, kMarginTop + m_overlay->lanesHeight(), kMarginRight, kMarginBottom));
     updateProcessLine();
     updateSimulatedLines();
+    updatePoolLines();
+    updateNotice();
     updateEmptyState();
     fit();
 }
@@ -356,11 +430,11 @@ void TimelineView::updateEmptyState() {
     } else if (m_doc->devices().isEmpty()) {
         text = tr("This snapshot is empty: it has no segments and no trace entries on any device.");
     } else if (m_doc->entryCount() == 0) {
-        text = tr("Device %1 has no trace entries, so there is no timeline to draw.\n\n"
+        text = tr("%1 has no trace entries, so there is no timeline to draw.\n\n"
                   "Record them with torch.cuda.memory._record_memory_history() before the code of interest, "
                   "then take the snapshot with torch.cuda.memory._dump_snapshot(). "
                   "The block map still shows the memory at the moment of the snapshot.")
-                   .arg(m_doc->device());
+                   .arg(QString::fromStdString(model::deviceLabel(m_doc->device())));
     }
     if (text.isEmpty()) m_pages->showContent();
     else m_pages->showPlaceholder(text);
@@ -491,6 +565,21 @@ void TimelineView::applyLayout() {
     m_liveLine->data()->set(live, true);
     m_reservedLine->data()->set(reserved, true);
     m_reservedFill->data()->set(reserved, true);
+    if (m_doc && !m_poolLines.empty()) {
+        const auto& pools = m_doc->timeline().privatePools;
+        for (size_t p = 0; p < m_poolLines.size() && p < pools.size(); ++p) {
+            const auto env = m_layout.binning().envelope(pools[p].reservedBytes, pools[p].reservedBefore);
+            QVector<QCPGraphData> line;
+            line.reserve(static_cast<qsizetype>(env.size() * 2));
+            for (size_t c = 0; c < cols.size() && c < env.size(); ++c) {
+                if (!cols[c].valid) continue;
+                const double x = m_layout.binning().columnStart(static_cast<int>(c)) +
+                                 (m_layout.binning().x1() - m_layout.binning().x0()) / (2.0 * m_layout.width());
+                add(line, x, env[c]);
+            }
+            m_poolLines[p]->data()->set(line, true);
+        }
+    }
     m_bands->setLayout(&m_layout, m_doc ? &m_doc->lifetimes() : nullptr);
     const double process = maxInForce(m_processPlaced, m_layoutX0, m_layoutX1);
     double simulated = 0;  // the simulated reserved line stays in view too
@@ -534,6 +623,10 @@ QString TimelineView::describeAt(const QPoint& pos) const {
                             .arg(entryNumber(entry), QString::fromLatin1(model::actionName(trace.action[entry])),
                                  formatBytes(static_cast<double>(tl.liveBytes[entry])),
                                  formatBytes(static_cast<double>(tl.reservedBytes[entry])));
+    for (const auto& pool : tl.privatePools)
+        entryLine += tr(", %1 reserved %2")
+                         .arg(QString::fromStdString(model::poolName(pool.pool)),
+                              formatBytes(static_cast<double>(pool.reservedBytes[static_cast<size_t>(entry)])));
     QString html;
     if (hit >= 0) {
         const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(hit)];

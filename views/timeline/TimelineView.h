@@ -63,6 +63,10 @@ public:
     void setColourByCategory(bool on);
     bool coloursByCategory() const { return m_byCategory; }
     QString legendText() const;
+    // The note above the plot about what the trace lacks (a ring buffer that overflowed); empty when none.
+    QString noticeText() const;
+    // The private pools drawn as their own reserved line, in order.
+    int poolLineCount() const { return static_cast<int>(m_poolLines.size()); }
 
     // The visible x range (entries or microseconds since the first entry), clamped to the trace.
     void setXRange(double x0, double x1);
@@ -103,6 +107,8 @@ private:
     void updateProcessLine();
     void updateSimulatedLines();
     void updateLegend();
+    void updateNotice();
+    void updatePoolLines();
     void ensureLayout();
     void applyLayout();
     void scheduleReplot();
@@ -126,6 +132,8 @@ private:
     const model::Snapshot* m_rolesOf = nullptr;
     QToolButton* m_zoomSelection = nullptr;
     QLabel* m_legend = nullptr;
+    QLabel* m_notice = nullptr;  // what the trace lacks: "the trace starts mid-run"
+    std::vector<QCPGraph*> m_poolLines;  // reserved bytes of each private pool
     PlaceholderPages* m_pages = nullptr;
     QCustomPlot* m_plot = nullptr;
     QCPGraph* m_reservedFill = nullptr;

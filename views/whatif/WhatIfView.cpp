@@ -188,8 +188,11 @@ void WhatIfView::resetForDocument() {
     m_error->hide();
     m_table->setRowCount(0);
     setBusy(false);
-    m_run->setEnabled(m_doc != nullptr);
-    if (m_doc) {
+    m_run->setEnabled(m_doc != nullptr && m_doc->device() != model::kHostDevice);
+    if (m_doc && m_doc->device() == model::kHostDevice) {
+        m_recordedSettings->setText(tr("Pinned host memory: what-if models PyTorch's CUDA caching allocator, not the "
+                                       "pinned host allocator. Pick a GPU in the device combo."));
+    } else if (m_doc) {
         const model::SimulatorSettings recorded = model::SimulatorSettings::fromSnapshot(*m_doc->loaded().snapshot);
         m_expandable->setChecked(recorded.expandableSegments);
         const std::string d = recorded.describe();
@@ -277,7 +280,7 @@ std::optional<WhatIfView::Request> WhatIfView::readForm(QString* error) const {
 }
 
 bool WhatIfView::run() {
-    if (!m_doc) return false;
+    if (!m_doc || m_doc->device() == model::kHostDevice) return false;
     QString error;
     auto request = readForm(&error);
     if (!request) {
@@ -288,7 +291,7 @@ bool WhatIfView::run() {
 }
 
 bool WhatIfView::runFix(const model::FindingFix& fix) {
-    if (!m_doc) return false;
+    if (!m_doc || m_doc->device() == model::kHostDevice) return false;
     if (!fix.possible) {
         showError(qs(fix.why));
         return false;
@@ -343,7 +346,7 @@ bool WhatIfView::isBusy() const { return m_jobs->isRunning() || m_stateJobs->isR
 
 void WhatIfView::setBusy(bool busy, const QString& status) {
     m_cancel->setEnabled(busy);
-    m_run->setEnabled(m_doc != nullptr);
+    m_run->setEnabled(m_doc != nullptr && m_doc->device() != model::kHostDevice);
     m_status->setText(status);
 }
 

@@ -17,6 +17,12 @@
 # Also recorded, in the scratch directory only: the leak job with --stack-depth 2 (no exported
 # stack longer than 2 frames; checks named "depth: ..."), and the doctor's mistake examples on
 # CUDA through tests/capture/test_mistakes.py --device cuda (checks named "mistakes: ...").
+# And newer_fields.py (checks named "newer: ..."): a job recorded with torch's own API using what
+# this torch has of the newer snapshot fields (a MemPool, a CUDA graph's pool, user metadata, a
+# compiled function's FX frames, pinned host memory, the ring-buffer flags), read by memlens-cli
+# stats / check and compared with tests/tools/snapshot_oracle.py; its report goes into
+# summary.json ("newer"), its snapshot to RESULTS as newer.pickle only while RESULTS stays within
+# 8 files (else it stays in the scratch directory, newer/).
 #
 #   capture/tests/gpu/run.sh RESULTS_DIR
 #
@@ -24,7 +30,7 @@
 # scratch directory; default a new one under /tmp), CAP_MB (the OOM job's cap, default 2048).
 # For trying the script itself on a machine without a GPU: MEMLENS_GPU_DRY=1 goes on without CUDA
 # (the jobs then fail), MEMLENS_GPU_FORCE_FALLBACK=1 takes the fallbacks for SQLite and nlohmann.
-# Takes 4-6 minutes (most of it compiling, then the mistake examples). Exit 0 when every check passed.
+# Takes 5-7 minutes (most of it compiling, then the mistake examples). Exit 0 when every check passed.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -236,6 +242,16 @@ rc=$?
 echo "$out" | tail -n 20
 note "attach: cuda" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
 
+# The newer snapshot fields, recorded with torch's own API (each of its checks is in its report,
+# merged into summary.json in 7).
+say "newer snapshot fields"
+t=$SECONDS
+rm -rf "$WORK/newer"
+out=$(timeout 300 "$PY" "$HERE/newer_fields.py" --cli "$CLI" --out "$WORK/newer" 2>&1)
+rc=$?
+echo "$out" | tail -n 30
+note "newer: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
 "$PY" - "$CLI" "$RESULTS" "$CHECKS" "$WORK" <<'EOF'
@@ -368,6 +384,15 @@ EOF
 
 # ---- 7. size limits, summary ------------------------------------------------------------------------------
 say "results"
+# newer.pickle only while RESULTS stays within 8 files (summary.json is still to come)
+if [[ -f $WORK/newer/newer.pickle ]]; then
+  if (($(find "$RESULTS" -maxdepth 1 -type f ! -name '.*' | wc -l) + 1 < 8)); then
+    cp "$WORK/newer/newer.pickle" "$RESULTS/"
+  else
+    echo "  newer.pickle stays in $WORK/newer (RESULTS holds 8 files at most)"
+  fi
+fi
+[[ -f $WORK/newer/newer.json ]] && cp "$WORK/newer/newer.json" "$RESULTS/.newer.json"
 "$PY" - "$RESULTS" "$CHECKS" <<'EOF'
 import json, os, sqlite3, sys
 
@@ -391,10 +416,15 @@ p = os.path.join(results, ".sessions.json")
 if os.path.exists(p):
     sessions = json.load(open(p))
     os.remove(p)
-rows = [json.loads(l) for l in open(checks) if l.strip()]
+newer = {}
+p = os.path.join(results, ".newer.json")
+if os.path.exists(p):
+    newer = json.load(open(p))
+    os.remove(p)
+rows = [json.loads(l) for l in open(checks) if l.strip()] + newer.get("checks", [])
 files = {n: os.path.getsize(os.path.join(results, n)) for n in sorted(os.listdir(results))}
-json.dump({"passed": all(r["ok"] for r in rows), "checks": rows, "files": files, "sessions": sessions},
-          open(os.path.join(results, "summary.json"), "w"), indent=1)
+json.dump({"passed": all(r["ok"] for r in rows), "checks": rows, "files": files, "sessions": sessions,
+           "newer": newer}, open(os.path.join(results, "summary.json"), "w"), indent=1)
 print("files:", files)
 print("%d checks, %d failed" % (len(rows), sum(not r["ok"] for r in rows)))
 sys.exit(0 if all(r["ok"] for r in rows) else 1)

@@ -182,6 +182,28 @@ private slots:
             QVERIFY(!plain(v.totalsText()).isEmpty() || v.isShowingPlaceholder());
         }
     }
+
+    // segments grouped by pool: the default pool first, then each private pool; each pool in the totals
+    void privatePoolsGrouped() {
+        auto doc = viewtest::newerDocument();
+        BlockMapView v;
+        v.resize(900, 500);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        const memlens::model::DeviceState* st = v.canvas()->state();
+        QVERIFY(st);
+        QCOMPARE(st->segments.size(), size_t(3));
+        QCOMPARE(st->segments[0].address, newer::kA);
+        QCOMPARE(st->segments[1].pool, (memlens::model::PoolId{0, 1}));
+        QCOMPARE(st->segments[2].pool, (memlens::model::PoolId{1, 0}));
+        const QString t = plain(v.totalsText());
+        QVERIFY2(t.contains(QStringLiteral("private pool (0, 1): reserved 20 MiB, allocated 20 MiB")), qPrintable(t));
+        QVERIFY(t.contains(QStringLiteral("private pool (1, 0): reserved 2 MiB, allocated 512 KiB")));
+        doc->setDevice(memlens::model::kHostDevice);
+        QVERIFY2(plain(v.totalsText()).startsWith(QStringLiteral("Pinned host memory")), qPrintable(plain(v.totalsText())));
+    }
+
 };
 
 MEMLENS_GUI_TEST_MAIN(TestBlockMapView)

@@ -5,6 +5,7 @@
 #include "QtTestMain.h"
 #include "JobTrace.h"
 
+#include "breakdown/AllocatorSettingsPanel.h"
 #include "breakdown/BreakdownBar.h"
 #include "breakdown/BreakdownView.h"
 #include "common/ByteText.h"
@@ -154,6 +155,28 @@ private slots:
         const QString headline = plain(v.headlineText());
         QVERIFY2(headline.contains(QStringLiteral("reserved ") + formatBytes(double(oom->reservedBytes))), qPrintable(headline));
     }
+
+    // private pools apart (inside the parts), and the allocator settings as a table
+    void privatePoolsAndSettings() {
+        auto doc = viewtest::newerDocument();
+        BreakdownView v;
+        v.resize(900, 700);
+        v.setDocument(doc.get());
+        v.show();
+        const QString pools = plain(v.poolsText());
+        QVERIFY2(pools.contains(QStringLiteral("private pool (0, 1): reserved 20 MiB, live 20 MiB, cached free 0 B")), qPrintable(pools));
+        QVERIFY(pools.contains(QStringLiteral("private pool (1, 0): reserved 2 MiB, live 512 KiB, cached free 1.5 MiB")));
+        const QStringList rows = v.settingsPanel()->rowTexts();
+        QVERIFY2(rows.contains(QStringLiteral("max_split_size = 67108864")), qPrintable(rows.join('\n')));
+        QVERIFY(rows.contains(QStringLiteral("trace_alloc_overflowed = True")));
+        QVERIFY(rows.contains(QStringLiteral("trace_alloc_max_entries = 9")));
+        QVERIFY(v.settingsPanel()->isVisibleTo(&v));
+        // no private pool on the synthetic snapshot: no line
+        auto plainDoc = viewtest::syntheticDocument();
+        v.setDocument(plainDoc.get());
+        QVERIFY(v.poolsText().isEmpty());
+    }
+
 };
 
 MEMLENS_GUI_TEST_MAIN(TestBreakdownView)

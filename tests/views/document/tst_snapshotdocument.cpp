@@ -100,6 +100,16 @@ private slots:
         QVERIFY(doc->markers().points().empty());
         QCOMPARE(doc->currentEvent(), int64_t(-1));
     }
+
+    // a GPU opens first even when the pinned host memory is listed (and it is listed)
+    void hostMemoryIsADeviceButNotTheFirst() {
+        auto doc = viewtest::newerDocument();
+        QCOMPARE(doc->device(), 0);
+        QVERIFY(doc->devices().contains(memlens::model::kHostDevice));
+        doc->setDevice(memlens::model::kHostDevice);
+        QCOMPARE(doc->entryCount(), int64_t(6));
+    }
+
 };
 
 MEMLENS_CORE_TEST_MAIN(TestSnapshotDocument)

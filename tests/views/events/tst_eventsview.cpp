@@ -169,6 +169,33 @@ private slots:
         QVERIFY(!view.isFiltering());
         QCOMPARE(view.model()->rowCount(), n);
     }
+
+    // torch 2.10+ labels: the user metadata and compile context columns appear when the trace has
+    // some, and the search finds entries by them
+    void metadataColumnsAndSearch() {
+        auto doc = viewtest::newerDocument();
+        EventsView view;
+        view.setDocument(doc.get());
+        QVERIFY(!view.table()->isColumnHidden(EventsModel::MetadataColumn));
+        QVERIFY(!view.table()->isColumnHidden(EventsModel::CompileContextColumn));
+        QCOMPARE(view.model()->headerData(EventsModel::MetadataColumn, Qt::Horizontal).toString(), QStringLiteral("User metadata"));
+        const int row = view.model()->rowOf(1);
+        QCOMPARE(view.model()->index(row, EventsModel::MetadataColumn).data().toString(), QStringLiteral("phase=train step=1"));
+        QCOMPARE(view.model()->index(row, EventsModel::CompileContextColumn).data().toString(), QString());  // 'N/A'
+        QCOMPARE(view.model()->index(view.model()->rowOf(2), EventsModel::CompileContextColumn).data().toString(),
+                 QStringLiteral("Torch-Compiled Region: 0/0"));
+        view.setSearchText(QStringLiteral("phase=EVAL"));
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{2, 3}));
+        view.setSearchText(QStringLiteral("compiled region"));
+        QCOMPARE(shownEntries(*view.model()), (std::vector<int64_t>{2, 3}));
+        view.setSearchText(QString());
+        // a trace without them keeps the table as it was
+        auto plain = document(smallTrace());
+        view.setDocument(plain.get());
+        QVERIFY(view.table()->isColumnHidden(EventsModel::MetadataColumn));
+        QVERIFY(view.table()->isColumnHidden(EventsModel::CompileContextColumn));
+    }
+
 };
 
 MEMLENS_GUI_TEST_MAIN(TestEventsView)

@@ -117,6 +117,26 @@ private slots:
         QVERIFY(oom->leadingNativeFrames > 1);
         QCOMPARE(v.model()->index(0, 0).data().toString(), QStringLiteral("\u2026 %1 C++ frames").arg(oom->leadingNativeFrames));
     }
+
+    // a frame of generated code with its FX node (augment_with_fx_traces): named in the function
+    // column, its original model code under the stack; the entry's metadata in the title
+    void fxNodeAndMetadata() {
+        auto doc = viewtest::newerDocument();
+        StackView v;
+        v.resize(700, 400);
+        v.setDocument(doc.get());
+        v.show();
+        doc->setCurrentEvent(1);
+        QCOMPARE(v.titleText(), QStringLiteral("Entry #1: alloc of 977 KiB at 0x7f0000000000 · phase=train step=1"));
+        QCOMPARE(v.model()->frameCount(), 2);
+        const QString top = v.model()->index(0, StackModel::FunctionColumn).data().toString();
+        QVERIFY2(top.contains(QStringLiteral("FX node addmm (call_function: aten.addmm.default)")), qPrintable(top));
+        QVERIFY2(v.fxText().contains(QStringLiteral("x = self.fc(x)")), qPrintable(v.fxText()));
+        doc->setCurrentEvent(2);  // no frames: no FX panel; the compiled region in the title
+        QVERIFY(v.fxText().isEmpty());
+        QVERIFY2(v.titleText().endsWith(QStringLiteral("· phase=eval · Torch-Compiled Region: 0/0")), qPrintable(v.titleText()));
+    }
+
 };
 
 MEMLENS_GUI_TEST_MAIN(TestStackView)

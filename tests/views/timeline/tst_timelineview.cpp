@@ -184,6 +184,49 @@ private slots:
         m_view->redraw();
         QCOMPARE(m_view->layout().width(), 0);
     }
+
+    // an overflowed ring buffer is said above the plot; each private pool gets its own reserved
+    // line (the MemPool's grows at entry 2, the graph pool's is there throughout)
+    void truncatedTraceAndPrivatePools() {
+        auto doc = viewtest::newerDocument();
+        TimelineView v;
+        v.resize(900, 420);
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.redraw();
+        QVERIFY2(v.noticeText().contains(QStringLiteral("The trace starts mid-run: its ring buffer of 9 entries overflowed")),
+                 qPrintable(v.noticeText()));
+        // the free at entries 7-8 and C's live block: two allocations whose alloc was dropped
+        QVERIFY2(v.noticeText().contains(QStringLiteral("At least 2 allocations were made in the dropped part")),
+                 qPrintable(v.noticeText()));
+        QCOMPARE(v.poolLineCount(), 2);
+        QCOMPARE(v.plot()->graphCount(), 8);
+        QCustomPlot* p = v.plot();
+        QCPGraph* memPool = p->graph(6);
+        QCOMPARE(memPool->name(), QStringLiteral("private pool (0, 1)"));
+        double lo = 1e30, hi = 0;
+        for (auto it = memPool->data()->constBegin(); it != memPool->data()->constEnd(); ++it) {
+            lo = std::min(lo, it->value);
+            hi = std::max(hi, it->value);
+        }
+        QCOMPARE(lo, 0.0);
+        QCOMPARE(hi, 20.0 * 1024 * 1024);
+        QVERIFY2(v.legendText().contains(QStringLiteral("private pool (1, 0) reserved")), qPrintable(v.legendText()));
+        QVERIFY(v.legendText().contains(QStringLiteral("allocated before the trace")));
+        // a complete trace says nothing
+        auto plainDoc = document(smallTrace());
+        v.setDocument(plainDoc.get());
+        QVERIFY(v.noticeText().isEmpty());
+        QCOMPARE(v.poolLineCount(), 0);
+        // the pinned host memory is a device like the others
+        v.setDocument(doc.get());
+        doc->setDevice(memlens::model::kHostDevice);
+        v.redraw();
+        QCOMPARE(v.layout().maxBytes(), int64_t(12288));
+        QVERIFY(v.noticeText().isEmpty());
+    }
+
 };
 
 MEMLENS_GUI_TEST_MAIN(TestTimelineView)

@@ -35,6 +35,7 @@ struct StateSegment {
     uint64_t stream = 0;
     bool isExpandable = false;
     bool isLarge = true;
+    PoolId pool;  // the snapshot's segment_pool_id; a segment only the trace knows: the default pool
     std::vector<StateBlock> blocks;  // in address order, free gaps included, covering the segment
 };
 

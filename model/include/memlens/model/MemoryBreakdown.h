@@ -49,6 +49,16 @@ struct MemoryBreakdown {
     bool hasProcessFigures = false;
     // Set when the figures do not fit together (e.g. a process total below reserved).
     std::string note;
+    // Each private pool (CUDA graphs, MemPool) apart, sorted by pool; its bytes are inside the parts
+    // above. A private pool's free blocks serve only that pool, and empty_cache() does not release
+    // them while the pool is alive.
+    struct PoolShare {
+        PoolId pool;
+        uint64_t reservedBytes = 0;
+        uint64_t liveBytes = 0;  // requested bytes of its live blocks, as LiveTensors counts them
+        uint64_t freeBytes = 0;  // its cached free blocks
+    };
+    std::vector<PoolShare> privatePools;
 
     uint64_t bytes(BreakdownPart p) const;
 };

@@ -20,7 +20,23 @@ struct Frame {
     StringId name = 0;
     uint64_t line = 0;
     bool lineKnown = true;  // false for (size_t)-1 and for frames without a line
+    // The FX node of a frame of generated code (_dump_snapshot(augment_with_fx_traces=True)):
+    // fx_node_op, fx_node_name, fx_node_target and fx_original_trace (the model's own code);
+    // StringTable::kEmpty when absent.
+    StringId fxOp = 0;
+    StringId fxName = 0;
+    StringId fxTarget = 0;
+    StringId fxOriginalTrace = 0;
+    bool hasFx() const { return fxOp || fxName || fxTarget || fxOriginalTrace; }
 };
+
+// The pinned host memory of torch's CUDA host allocator (host_segments, host_traces; torch 2.14,
+// record_pinned_host_memory=True) is read as one more device with this number.
+constexpr int kHostDevice = -1;
+// "cuda:N", or "host" for kHostDevice.
+std::string deviceName(int device);
+// "cuda:N", or "host (pinned)": for labels.
+std::string deviceLabel(int device);
 
 enum class Action : uint8_t {
     Alloc,
@@ -51,6 +67,16 @@ struct Block {
     StackId stack = 0;
 };
 
+// A private pool's id (segment_pool_id): (0, 0) is the default pool; (N, 0) a CUDA graph's pool,
+// (0, N) one from graph_pool_handle() or a torch.cuda.MemPool.
+struct PoolId {
+    int64_t owner = 0;
+    int64_t id = 0;
+    bool isDefault() const { return owner == 0 && id == 0; }
+    auto operator<=>(const PoolId&) const = default;
+};
+std::string poolName(PoolId p);  // "default pool", "private pool (1, 0)"
+
 struct Segment {
     int device = 0;
     uint64_t address = 0;
@@ -64,6 +90,7 @@ struct Segment {
     int64_t poolOwner = 0;
     int64_t poolId = 0;
     StackId stack = 0;
+    PoolId pool() const { return {poolOwner, poolId}; }
     uint32_t firstBlock = 0;  // index into DeviceData::blocks
     uint32_t blockCount = 0;
 };
@@ -94,6 +121,14 @@ struct DeviceData {
     std::vector<Block> blocks;      // grouped by segment, in address order
     TraceColumns trace;
     bool hasTraceList = false;      // device_traces had a list for this device
+    // The trace ring buffer (trace_alloc_overflowed, trace_alloc_max_entries of torch after 2.11):
+    // overflowed means entries before the first one were dropped. Unknown when the file does not say.
+    std::optional<bool> traceOverflowed;
+    std::optional<int64_t> traceMaxEntries;
+
+    bool isHost() const { return device == kHostDevice; }
+    // The trace starts mid-run: the ring buffer overflowed.
+    bool traceTruncated() const { return traceOverflowed.value_or(false); }
 };
 
 struct Annotation {
@@ -124,6 +159,9 @@ public:
     std::vector<Annotation> annotations;
     std::vector<std::pair<std::string, std::string>> allocatorSettings;  // key, value as text
     std::vector<std::string> warnings;  // broken invariants, as text
+    // What the file holds that memlens reads but does not show yet (keys of trace entries or of the
+    // top level it does not know), one line each: said, never dropped in silence.
+    std::vector<std::string> notes;
     Layout layout = Layout::Dict;
     int pickleProtocol = 0;
     uint64_t fileBytes = 0;
@@ -134,6 +172,8 @@ public:
     std::string_view str(StringId id) const { return strings.view(id); }
 
     const DeviceData* device(int d) const;
+    // Devices are sorted by number, so the host (kHostDevice) comes first when present.
+    bool hasHost() const { return device(kHostDevice) != nullptr; }
     size_t memoryBytes() const;
 };
 

@@ -24,7 +24,8 @@ struct DoctorOptions {
     const StateHistory* history = nullptr;
 };
 
-// The device diagnose() picks when options.device is -1; -1 when the snapshot has none.
+// The device diagnose() picks when options.device is -1; -1 when the snapshot has none. Never
+// the pinned host memory (kHostDevice): the doctor reads GPU memory.
 int doctorDevice(const Snapshot& snapshot);
 
 DoctorReport diagnoseSnapshot(const Snapshot& snapshot, const DoctorOptions& options = {});

@@ -20,6 +20,13 @@ struct DeviceStats {
     uint64_t largestFreeBlock = 0;  // largest inactive block
     uint64_t traceEvents = 0;
     std::map<std::string, uint64_t> actions;  // action name -> count, only those that occur
+    struct Pool {
+        PoolId pool;
+        uint64_t segments = 0;
+        uint64_t reservedBytes = 0;
+        uint64_t allocatedBytes = 0;  // as allocatedBytes above, within the pool's segments
+    };
+    std::vector<Pool> pools;  // every pool with a segment, sorted by pool
 };
 
 // One entry per device that owns a segment or has at least one trace entry, sorted by device.

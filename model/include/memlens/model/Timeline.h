@@ -21,6 +21,18 @@ struct DeviceTimeline {
     int64_t peakLive = 0;
     int64_t peakReserved = 0;
     size_t peakLiveIndex = 0;
+
+    // The reserved bytes of each private pool (CUDA graphs, MemPool: segment_pool_id other than
+    // (0, 0)) right after each entry. Trace entries do not name a pool: a pool's memory is that of
+    // its segments in the snapshot, rewound through the segment_alloc / segment_map / segment_unmap
+    // entries at their addresses. A pool's segment freed before the snapshot is not attributed.
+    struct PoolSeries {
+        PoolId pool;
+        std::vector<int64_t> reservedBytes;
+        int64_t reservedBefore = 0;
+        int64_t peakReserved = 0;
+    };
+    std::vector<PoolSeries> privatePools;  // sorted by pool; empty when every segment is in the default pool
 };
 
 DeviceTimeline computeTimeline(const DeviceData& device);
