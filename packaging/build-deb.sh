@@ -83,7 +83,7 @@ Section: devel
 Priority: optional
 Depends: $depends, python3
 Recommends: gdb, python3-torch
-Suggests: libtorch-dev, nlohmann-json3-dev, libsqlite3-dev, cmake
+Suggests: libtorch-dev, nlohmann-json3-dev, libsqlite3-dev, zlib1g-dev, libzstd-dev, liblzma-dev, cmake
 Installed-Size: $(du -sk "$PKG" | cut -f1)
 Description: where the GPU memory of a PyTorch job goes, and who keeps it
  memlens reads PyTorch CUDA memory snapshots and traces and shows which memory

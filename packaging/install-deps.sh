@@ -24,6 +24,8 @@ packages=(
   nlohmann-json3-dev libgtest-dev
   # session files (model/SessionWriter, SessionFile) are SQLite databases
   libsqlite3-dev
+  # compressed snapshots (.gz, .zst, .xz), decompressed as they are read (model/Decompressor)
+  zlib1g-dev libzstd-dev liblzma-dev
 )
 if [[ $mode != --minimal ]]; then
   # the memlens window (views/, app/)

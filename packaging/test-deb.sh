@@ -114,7 +114,8 @@ QT_QPA_PLATFORM=offscreen memlens s.memlens --screenshot out.png
 python3 -c "import sys; d=open('out.png','rb').read(); sys.exit(not (d[:8]==b'\x89PNG\r\n\x1a\n' and len(d)>10000))"
 man -w memlens-cli >/dev/null 2>&1 || test -f /usr/share/man/man1/memlens-cli.1.gz
 step "6. a LibTorch program finds the capture library through CMake"
-apt-get install -y -q --no-install-recommends libtorch-dev cmake g++ make nlohmann-json3-dev libsqlite3-dev
+apt-get install -y -q --no-install-recommends libtorch-dev cmake g++ make nlohmann-json3-dev libsqlite3-dev \
+  zlib1g-dev libzstd-dev liblzma-dev
 cmake -S /t -B /t/build -DCMAKE_BUILD_TYPE=Release
 cmake --build /t/build
 memlens-cli record -o c.memlens -- /t/build/trainer

@@ -7,13 +7,16 @@
 #include "memlens/model/MemoryCategory.h"
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
+#include "memlens/model/SnapshotSlice.h"
 #include "memlens/model/SnapshotStats.h"
 #include "memlens/model/Timeline.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 namespace memlens::cli {
 
@@ -194,6 +197,43 @@ int stateCommand(const std::vector<std::string>& args) {
             std::cout << buf;
         }
     }
+    return 0;
+}
+
+int sliceCommand(const std::vector<std::string>& args) {
+    CliArgs a(args, {}, {"device", "from", "to", "output"});
+    const std::string file = oneFile(a, "slice");
+    const auto out = a.value("output");
+    if (!out) throw UsageError("slice needs -o OUT.pickle");
+    const long long device = deviceArgument(a);
+    const long long from = a.integer("from"), to = a.integer("to");
+    Snapshot snap = model::readSnapshotFile(file);
+    const int dev = checkDevice(snap, device);
+    model::SliceInfo info;
+    std::string bytes;
+    try {
+        bytes = model::sliceSnapshot(snap, dev, from, to, &info);
+    } catch (const std::invalid_argument& e) {
+        throw model::ParseError(model::ParseError::kNoOffset, "--from/--to", e.what());
+    }
+    // written beside OUT, then renamed: a reader never sees half a file
+    const std::string tmp = *out + ".part";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        f.close();
+        if (!f) {
+            std::remove(tmp.c_str());
+            throw std::runtime_error("cannot write " + *out);
+        }
+    }
+    if (std::rename(tmp.c_str(), out->c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw std::runtime_error("cannot write " + *out);
+    }
+    std::cout << *out << ": entries " << from << ".." << to << " of " << model::deviceName(dev) << " (" << info.entries
+              << " entries, " << info.segments << " segments after entry " << to << ", " << info.annotations
+              << " annotations), " << humanBytes(bytes.size()) << "\n";
     return 0;
 }
 

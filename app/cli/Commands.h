@@ -9,6 +9,7 @@ namespace memlens::cli {
 int statsCommand(const std::vector<std::string>& args);
 int timelineCommand(const std::vector<std::string>& args);
 int stateCommand(const std::vector<std::string>& args);
+int sliceCommand(const std::vector<std::string>& args);
 // CaptureCommands.cpp
 int recordCommand(const std::vector<std::string>& args);   // returns the job's exit status
 int attachCommand(const std::vector<std::string>& args);   // 0 once detached or the job ended; 1: cannot attach

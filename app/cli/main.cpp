@@ -20,6 +20,9 @@ const char* kUsage =
     "  state FILE --device D --at INDEX [--json]\n"
     "                                           segments and blocks right after entry INDEX\n"
     "                                           (-1: before the first entry)\n"
+    "  slice FILE --device D --from A --to B -o OUT.pickle\n"
+    "                                           a smaller snapshot PyTorch's memory_viz opens: the state\n"
+    "                                           after entry B, the trace entries A..B, their annotations\n"
     "  replay FILE --device D [--csv|--json]     the trace replayed through a model of the caching\n"
     "                                           allocator with the snapshot's settings: the simulated\n"
     "                                           events (csv), or how far they match the recording (json)\n"
@@ -87,6 +90,7 @@ int main(int argc, char** argv) {
         if (command == "stats") return memlens::cli::statsCommand(args);
         if (command == "timeline") return memlens::cli::timelineCommand(args);
         if (command == "state") return memlens::cli::stateCommand(args);
+        if (command == "slice") return memlens::cli::sliceCommand(args);
         if (command == "record") return memlens::cli::recordCommand(args);
         if (command == "attach") return memlens::cli::attachCommand(args);
         if (command == "session") return memlens::cli::sessionCommand(args);

@@ -2,6 +2,7 @@
 
 #include "AttachDialog.h"
 #include "AttachProcess.h"
+#include "SelectionExport.h"
 #include "ErrorBanner.h"
 #include "ExampleSnapshot.h"
 #include "GraphScansBinding.h"
@@ -33,6 +34,7 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -165,6 +167,21 @@ void MainWindow::createActions() {
     rebuildRecentMenu();
     QAction* example = file->addAction(tr("Open the &Example"), this, [this] { openFiles({findExampleSnapshot()}); });
     example->setEnabled(!findExampleSnapshot().isEmpty());
+    m_export = new SelectionExport(this);
+    m_exportSelection = file->addAction(tr("&Export Selection…"), this, &MainWindow::exportSelection);
+    m_exportSelection->setObjectName(QStringLiteral("exportSelectionAction"));
+    m_exportSelection->setToolTip(tr("Write the selected range of entries as a smaller snapshot that PyTorch's memory_viz "
+                                     "opens (drag on the timeline to select a range)"));
+    m_exportSelection->setEnabled(false);
+    connect(m_export, &SelectionExport::finished, this, [this](const QString& m) {
+        statusBar()->showMessage(m, 8000);
+        updateExportAction();
+    });
+    connect(m_export, &SelectionExport::failed, this, [this](const QString& m) {
+        statusBar()->clearMessage();
+        m_banner->showError(m);
+        updateExportAction();
+    });
     file->addSeparator();
     m_closeTab = file->addAction(tr("&Close"), this, [this] { closeDocument(m_tabs->currentIndex()); });
     m_closeTab->setShortcut(QKeySequence::Close);
@@ -396,8 +413,9 @@ void MainWindow::rebuildRecentMenu() {
 void MainWindow::openDialog() {
     const QStringList files = QFileDialog::getOpenFileNames(
         this, tr("Open Snapshots"), QString(),
-        tr("Snapshots and sessions (*.pickle *.pkl *.pck *.pt *.memlens);;PyTorch memory snapshots (*.pickle *.pkl *.pck *.pt);;"
-           "memlens sessions (*.memlens);;All files (*)"));
+        tr("Snapshots and sessions (*.pickle *.pkl *.pck *.pt *.memlens *.gz *.zst *.xz);;"
+           "PyTorch memory snapshots (*.pickle *.pkl *.pck *.pt);;"
+           "Compressed snapshots (*.gz *.zst *.xz);;memlens sessions (*.memlens);;All files (*)"));
     if (!files.isEmpty()) openFiles(files);
 }
 
@@ -529,7 +547,9 @@ void MainWindow::showDocument(int) {
             updateSession();
         });
         connect(doc, &views::SnapshotDocument::currentEventChanged, this, &MainWindow::updateStatus);
+        connect(doc, &views::SnapshotDocument::selectionChanged, this, &MainWindow::updateExportAction);
     }
+    updateExportAction();
     const bool any = doc != nullptr;
     setDocksShown(any);
     m_closeTab->setEnabled(any);
@@ -538,6 +558,30 @@ void MainWindow::showDocument(int) {
     updateTitle();
     showGraphDocks(dock(QStringLiteral("graphs")), dock(QStringLiteral("graph")), doc, m_docksShown);
     updateSession();
+}
+
+void MainWindow::updateExportAction() {
+    views::SnapshotDocument* doc = currentDocument();
+    m_exportSelection->setEnabled(doc && doc->selection().has_value() && !m_export->isRunning());
+}
+
+void MainWindow::exportSelection() {
+    views::SnapshotDocument* doc = currentDocument();
+    if (!doc || !doc->selection()) return;
+    const QString dir = QFileInfo(doc->path()).absolutePath();
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Selection"),
+                                                      QDir(dir).filePath(SelectionExport::suggestedName(*doc)),
+                                                      tr("PyTorch memory snapshots (*.pickle)"));
+    if (path.isEmpty()) return;
+    exportSelectionTo(path);
+}
+
+void MainWindow::exportSelectionTo(const QString& path) {
+    views::SnapshotDocument* doc = currentDocument();
+    if (!doc || !doc->selection()) return;
+    statusBar()->showMessage(tr("Exporting the selection…"));
+    m_export->start(*doc, path);
+    updateExportAction();
 }
 
 void MainWindow::updateSession() {

@@ -27,6 +27,7 @@ struct LoadedSnapshot;
 namespace memlens::gui {
 
 class AttachProcess;
+class SelectionExport;
 class ErrorBanner;
 class IterationStrip;
 class SessionLoader;
@@ -85,6 +86,11 @@ public:
     // the folder for attached sessions.
     void setAttachCommand(const QString& program, const QStringList& leadingArgs = {});
     void setAttachDirectory(const QString& dir) { m_attachDirectory = dir; }
+    // File > Export Selection: the current document's selected range as a smaller snapshot, cut and
+    // written on the job pool; a status message when done, the banner on an error.
+    void exportSelectionTo(const QString& path);
+    QAction* exportSelectionAction() const { return m_exportSelection; }
+    SelectionExport* selectionExport() const { return m_export; }
 
 signals:
     void documentOpened(memlens::views::SnapshotDocument* doc);
@@ -114,6 +120,8 @@ private:
     void saveLayout() const;
     void rebuildRecentMenu();
     void openDialog();
+    void exportSelection();
+    void updateExportAction();
     void attachDialog();
     void attachFinished(const QString& error);
 
@@ -175,6 +183,8 @@ private:
     QMenu* m_viewMenu = nullptr;
     QMenu* m_recentMenu = nullptr;
     QAction* m_closeTab = nullptr;
+    QAction* m_exportSelection = nullptr;
+    SelectionExport* m_export = nullptr;
     AttachProcess* m_attach = nullptr;
     QAction* m_detach = nullptr;
     QString m_attachProgram;  // empty: memlens-cli beside this program

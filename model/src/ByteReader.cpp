@@ -1,5 +1,7 @@
 #include "memlens/model/ByteReader.h"
 
+#include "Decompressor.h"
+
 #include "memlens/model/ParseError.h"
 
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -18,6 +21,7 @@ namespace {
 constexpr size_t kChunk = 2 << 20;   // bytes read at once
 constexpr size_t kHead = 64 << 10;   // room before a chunk for the unread tail of the previous one
 constexpr size_t kBuffer = kHead + kChunk;
+constexpr size_t kCompressedPiece = 1 << 20;  // compressed bytes read at once
 }
 
 // Reads the file on a second thread, one chunk ahead of the parser: the kernel's copy of the
@@ -32,6 +36,9 @@ public:
     };
 
     ReadAhead(int fd, uint64_t size) : fd_(fd), size_(size), thread_([this] { loop(); }) {}
+    // A compressed file of `size` bytes: the chunks are its decompressed stream.
+    ReadAhead(int fd, uint64_t size, std::unique_ptr<Decompressor> d, const char* format)
+        : fd_(fd), size_(size), decompressor_(std::move(d)), format_(format), thread_([this] { loopCompressed(); }) {}
     ~ReadAhead() {
         {
             std::lock_guard lock(m_);
@@ -62,7 +69,82 @@ public:
         cv_.notify_all();
     }
 
+    // Compressed bytes read so far (for progress).
+    uint64_t consumed() const { return consumed_.load(std::memory_order_relaxed); }
+
 private:
+    // Takes a buffer to fill; nullptr when stopped.
+    Buffer takeBuffer() {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return stop_ || (!ready_.data && (!spares_.empty() || buffers_ < 2)); });
+        if (stop_) return nullptr;
+        if (spares_.empty()) {
+            ++buffers_;
+            return Buffer(new uint8_t[kBuffer]);
+        }
+        Buffer b = std::move(spares_.back());
+        spares_.pop_back();
+        return b;
+    }
+    void publish(Buffer buf, size_t len, bool last, std::string error, uint64_t errorOffset) {
+        {
+            std::lock_guard lock(m_);
+            if (error.empty()) {
+                if (len) ready_ = {std::move(buf), len};
+            } else {
+                error_ = std::move(error);
+                errorOffset_ = errorOffset;
+            }
+            done_ = last || !error_.empty();
+        }
+        cv_.notify_all();
+    }
+
+    void loopCompressed() {
+        std::unique_ptr<uint8_t[]> input(new uint8_t[kCompressedPiece]);
+        const uint8_t* in = input.get();
+        size_t inLen = 0;
+        uint64_t fileOffset = 0;
+        bool inputEnded = false, streamEnd = false;
+        while (!streamEnd) {
+            Buffer buf = takeBuffer();
+            if (!buf) return;
+            uint8_t* out = buf.get() + kHead;
+            size_t have = 0;
+            std::string error;
+            while (have < kChunk && !streamEnd && error.empty()) {
+                if (inLen == 0 && !inputEnded) {
+                    ssize_t r;
+                    do {
+                        r = ::pread(fd_, input.get(), kCompressedPiece, static_cast<off_t>(fileOffset));
+                    } while (r < 0 && errno == EINTR);
+                    if (r < 0) {
+                        error = std::string("read failed: ") + std::strerror(errno);
+                        break;
+                    }
+                    in = input.get();
+                    inLen = static_cast<size_t>(r);
+                    fileOffset += inLen;
+                    inputEnded = r == 0 || fileOffset >= size_;
+                    consumed_.store(fileOffset, std::memory_order_relaxed);
+                }
+                const size_t before = inLen;
+                const int64_t w = decompressor_->run(in, inLen, out + have, kChunk - have, inputEnded, streamEnd, error);
+                if (w < 0) break;
+                have += static_cast<size_t>(w);
+                if (w == 0 && before == inLen && inLen == 0 && inputEnded && !streamEnd)
+                    error = std::string("the ") + format_ + " stream ends early (truncated?) at byte " +
+                            std::to_string(fileOffset) + " of the compressed file";
+            }
+            if (!error.empty() && error.find("compressed file") == std::string::npos)
+                error += " (near byte " + std::to_string(fileOffset) + " of the compressed file)";
+            const bool failed = !error.empty();
+            // the message says where in the compressed file; an offset in the decompressed data would mislead
+            publish(std::move(buf), have, streamEnd, std::move(error), ParseError::kNoOffset);
+            if (failed) return;
+        }
+    }
+
     void loop() {
         for (uint64_t offset = 0; offset < size_;) {
             Buffer buf;
@@ -111,6 +193,9 @@ private:
 
     int fd_;
     uint64_t size_;
+    std::unique_ptr<Decompressor> decompressor_;  // compressed files only
+    const char* format_ = "";
+    std::atomic<uint64_t> consumed_{0};
     std::mutex m_;
     std::condition_variable cv_;
     Chunk ready_;                // read, not yet taken
@@ -135,7 +220,28 @@ ByteReader::ByteReader(const std::string& path) {
 #ifdef POSIX_FADV_SEQUENTIAL
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
+    // compressed (gzip, zstd, xz): recognised by the magic bytes, whatever the file is called
+    uint8_t head[8] = {};
+    ssize_t got = ::pread(fd, head, sizeof head, 0);
+    const auto format = Decompressor::detect({head, got > 0 ? static_cast<size_t>(got) : 0});
+    if (format != Decompressor::Format::None) {
+        compressedSize_ = size_;
+        format_ = Decompressor::formatName(format);
+        size_ = kUnknownSize;
+        ahead_ = std::make_unique<ReadAhead>(fd, compressedSize_, Decompressor::make(format), format_);
+        return;
+    }
     ahead_ = std::make_unique<ReadAhead>(fd, size_);
+}
+
+uint64_t ByteReader::progressPosition() const {
+    return compressed() ? ahead_->consumed() : offset();
+}
+
+uint64_t ByteReader::sizeHint() const {
+    // the decompressed size is known only at the end: snapshots compress about 5 to 10 times;
+    // guess low (what it sizes only grows when the guess is short)
+    return compressed() ? compressedSize_ * 4 : size_;
 }
 
 ByteReader::ByteReader(std::span<const uint8_t> memory) : size_(memory.size()) {
@@ -152,13 +258,14 @@ std::span<const uint8_t> ByteReader::peek(size_t n) {
 }
 
 void ByteReader::refill(uint64_t n) {
-    if (n > remaining())
+    if (n > remaining() && !compressed())
         throw ParseError(size_, "file ends early (truncated?): " + std::to_string(n) + " more bytes needed at byte " +
                                     std::to_string(offset()) + ", only " + std::to_string(remaining()) + " left");
     if (!ahead_) throw ParseError(offset(), "internal: memory reader out of data");
     uint64_t newBase = offset();
     size_t keep = static_cast<size_t>(end_ - pos_);
     ReadAhead::Chunk c = ahead_->next();
+    if (c.len == 0 && compressed()) endsEarly(n);
     if (keep > kHead || keep + c.len < n) {
         join(n, std::move(c.data), c.len);
     } else {  // the common case: the unread tail goes in front of the next chunk
@@ -173,12 +280,20 @@ void ByteReader::refill(uint64_t n) {
     base_ = newBase;
 }
 
+void ByteReader::endsEarly(uint64_t n) const {
+    throw ParseError(offset(), std::string("the ") + format_ + " data ends early (truncated?): " + std::to_string(n) +
+                                   " more bytes needed at byte " + std::to_string(offset()) + " of the decompressed data");
+}
+
 // A value longer than a chunk (or a long unread tail): the bytes from pos_ on and as many chunks
 // as it takes are joined in one buffer of their own.
 void ByteReader::join(uint64_t n, std::unique_ptr<uint8_t[]> chunk, size_t len) {
     std::vector<uint8_t> joined(pos_, end_);
     for (;;) {
-        if (len == 0) throw ParseError(offset() + joined.size(), "file shrank while being read");
+        if (len == 0) {
+            if (compressed()) endsEarly(n);
+            throw ParseError(offset() + joined.size(), "file shrank while being read");
+        }
         joined.insert(joined.end(), chunk.get() + kHead, chunk.get() + kHead + len);
         ahead_->recycle(std::move(chunk));
         if (joined.size() >= n) break;

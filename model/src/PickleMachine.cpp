@@ -79,7 +79,7 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     // Address space for what a file of this size is likely to need; pages cost only when touched.
-    memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.size() / 32 + 1024, uint64_t(1) << 28)));
+    memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
     stack_.reserve(4096);
 }
 
@@ -384,7 +384,7 @@ Value shortLong(const uint8_t* p, unsigned n) {
             tick = 0;                                                                             \
             if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();             \
             MEMLENS_SYNC();                                                                       \
-            if (progress) progress(in_.offset(), in_.size());                                     \
+            if (progress) progress(in_.progressPosition(), in_.progressTotal());                                     \
         }                                                                                         \
         MEMLENS_NEED(1); /* no STOP before the end of the file */                                 \
         opOffset_ = bias + reinterpret_cast<uintptr_t>(p);                                        \

@@ -31,7 +31,7 @@ void sniff(ByteReader& in) {
     if (head.size() >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4)
         throw ParseError(0, "this is a zip archive (a torch.save() file?), not a memory snapshot pickle");
     if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b)
-        throw ParseError(0, "this is gzip-compressed; decompress it first (gunzip)");
+        throw ParseError(0, "this is gzip-compressed twice (or gzip bytes in memory); decompress it once first");
     if (head.size() == 8 && std::memcmp(head.data(), "SQLite f", 8) == 0)
         throw ParseError(0, "this is a memlens session (SQLite), not a snapshot pickle; open it in memlens, or list "
                             "its snapshots with `memlens-cli session FILE` and write one out with `memlens-cli export`");
@@ -44,7 +44,7 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
     PickleDocument doc;
     const SnapshotKeys keys(doc.strings);
     Snapshot snap;
-    SnapshotHooks hooks(doc, keys, snap, in.size());
+    SnapshotHooks hooks(doc, keys, snap, in.sizeHint());
     PickleMachine machine(in, doc, &hooks);
     PickleMachine::Progress progress;
     if (options.progress)
@@ -53,7 +53,8 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
         };
     Value root = machine.run(progress, options.cancel);
     if (options.progress) options.progress("reading", 1.0);
-    SnapshotTree(doc, keys, hooks.traceRows(), snap).finish(root, machine.protocol(), in.size(), options);
+    SnapshotTree(doc, keys, hooks.traceRows(), snap)
+        .finish(root, machine.protocol(), in.sizeKnown() ? in.size() : in.offset(), options);
     snap.strings = std::move(doc.strings);
     return snap;
 }

@@ -8,6 +8,7 @@
 #include "memlens/model/AllocatorState.h"
 #include "memlens/model/MemoryBreakdown.h"
 #include "memlens/model/SettingsDescription.h"
+#include "memlens/model/SnapshotSlice.h"
 #include "memlens/model/SnapshotStats.h"
 #include "memlens/model/Timeline.h"
 
@@ -260,4 +261,39 @@ TEST(NewerFields, WhatIsNotShownIsSaid) {
     EXPECT_EQ(s.notes[0], "2 trace entries carry 'forward_frames', which memlens reads past and does not show yet");
     EXPECT_EQ(s.notes[1], "the snapshot has a top-level 'device_memory_usage', which memlens does not read yet");
     EXPECT_EQ(s.device(0)->trace.rows(), 9u);  // the entries themselves are read as before
+}
+
+// A slice keeps what the newer fields say: pools, FX frames, metadata, compile contexts; it holds
+// the one device it was cut from.
+TEST(NewerFields, ASliceKeepsThemAndReadsBack) {
+    const Snapshot s = newerSnapshot();
+    SliceInfo info;
+    const std::string bytes = sliceSnapshot(s, 0, 1, 4, &info);
+    EXPECT_EQ(info.entries, 4);
+    EXPECT_EQ(info.segments, 3u);  // after entry 4: C (from before the trace), A (entry 0), B (entry 2)
+    const Snapshot t = synth::read(bytes);
+    ASSERT_NE(t.device(0), nullptr);
+    EXPECT_EQ(t.device(kHostDevice), nullptr);
+    const TraceColumns& tr = t.device(0)->trace;
+    ASSERT_EQ(tr.rows(), 4u);
+    EXPECT_EQ(str(t, tr.userMetadata[0]), "phase=train step=1");
+    EXPECT_EQ(str(t, tr.compileContext[1]), "Torch-Compiled Region: 0/0");
+    const Frame& top = t.frames[t.stackBegin(tr.stack[0])[0]];
+    EXPECT_EQ(str(t, top.fxName), "addmm");
+    EXPECT_NE(str(t, top.fxOriginalTrace).find("self.fc(x)"), std::string::npos);
+    std::vector<PoolId> pools;
+    for (const Segment& seg : t.device(0)->segments) pools.push_back(seg.pool());
+    EXPECT_NE(std::find(pools.begin(), pools.end(), PoolId{0, 1}), pools.end());
+    EXPECT_NE(std::find(pools.begin(), pools.end(), PoolId{1, 0}), pools.end());
+    // the settings come back with their types: a bool stays a bool, the dict a dict
+    bool sawExpandable = false, sawRoundup = false;
+    for (const auto& [k, v] : t.allocatorSettings) {
+        if (k == "expandable_segments") sawExpandable = v == "False";
+        if (k == "roundup_power2_divisions") sawRoundup = v.find("2: 4") != std::string::npos;
+    }
+    EXPECT_TRUE(sawExpandable);
+    EXPECT_TRUE(sawRoundup);
+    EXPECT_THROW(sliceSnapshot(s, 0, 5, 2), std::invalid_argument);
+    EXPECT_THROW(sliceSnapshot(s, 0, 0, 9), std::invalid_argument);
+    EXPECT_THROW(sliceSnapshot(s, 3, 0, 1), std::invalid_argument);
 }

@@ -236,7 +236,12 @@ def cases(tmpdir, real_snapshot=None, seed=1234):
         z.writestr("archive/data.pkl", valid4)
         z.writestr("archive/version", "3\n")
     add("zip_file", zbuf.getvalue(), "refuse")
-    add("gzip_file", gzip.compress(valid4), "refuse")
+    # compressed files are read as their decompressed stream (cli.compressed checks the valid ones):
+    # what is inside still has to be a snapshot pickle, and a damaged stream is refused
+    add("gzip_of_json", gzip.compress(b'{"segments": []}\n'), "refuse", ("key", "JSON"))
+    add("gzip_cut_in_half", gzip.compress(valid4)[: len(gzip.compress(valid4)) // 2], "refuse",
+        ("key", "ends early"))
+    add("gzip_of_zero_flood", gzip.compress(proto(4) + bytes(64 << 20)), "refuse")
     # a memlens session given where a snapshot is expected (SQLite's header, then pages)
     add("memlens_session", b"SQLite format 3\x00" + bytes(4080), "refuse", ("key", "memlens session"))
     rnd = random.Random(seed)

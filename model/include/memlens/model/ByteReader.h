@@ -1,6 +1,7 @@
 #pragma once
 // Sequential reading of a file (in chunks, read ahead on a second thread, never the whole file at
-// once) or of a memory buffer.
+// once) or of a memory buffer. A file compressed with gzip, zstd or xz (recognised by its first
+// bytes) is decompressed as a stream on that thread: the reader sees the decompressed bytes.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -20,10 +21,20 @@ public:
     ByteReader(const ByteReader&) = delete;
     ByteReader& operator=(const ByteReader&) = delete;
 
+    // The bytes to read, when known: a compressed file's decompressed size is known only at its end.
+    bool sizeKnown() const { return size_ != kUnknownSize; }
     uint64_t size() const { return size_; }
+    // The size, or for a compressed file a guess at it (for sizing buffers).
+    uint64_t sizeHint() const;
     uint64_t offset() const { return base_ + (pos_ - begin_); }
+    // What is left to read; for a compressed file, more than can ever be asked for.
     uint64_t remaining() const { return size_ - offset(); }
     bool atEnd() const { return offset() >= size_; }
+    // "gzip", "zstd", "xz"; nullptr when the file is not compressed.
+    const char* compression() const { return compressed() ? format_ : nullptr; }
+    // Progress through the file on disk: position and total (compressed bytes for a compressed file).
+    uint64_t progressPosition() const;
+    uint64_t progressTotal() const { return compressed() ? compressedSize_ : size_; }
 
     uint8_t byte() {
         if (pos_ == end_) refill(1);
@@ -48,12 +59,18 @@ public:
     std::span<const uint8_t> peek(size_t n);
 
 private:
+    static constexpr uint64_t kUnknownSize = uint64_t(1) << 62;
     class ReadAhead;
+    bool compressed() const { return compressedSize_ != kNotCompressed; }
+    [[noreturn]] void endsEarly(uint64_t n) const;
     void refill(uint64_t n);
     void join(uint64_t n, std::unique_ptr<uint8_t[]> chunk, size_t len);
 
     std::unique_ptr<ReadAhead> ahead_;  // files only
     uint64_t size_ = 0;
+    static constexpr uint64_t kNotCompressed = ~uint64_t(0);
+    uint64_t compressedSize_ = kNotCompressed;  // the file's size on disk, when compressed
+    const char* format_ = nullptr;
     uint64_t base_ = 0;  // file offset of begin_
     std::unique_ptr<uint8_t[]> chunk_;  // holds begin_..end_, or else joined_ does
     std::vector<uint8_t> joined_;

@@ -1,0 +1,42 @@
+#pragma once
+// Internal to the snapshot writer (SnapshotSlice): writes a pickle the way torch's C++ pickler
+// does, opcode by opcode (PROTO 2..4 header, EMPTY_DICT / MARK / SETITEMS, EMPTY_LIST / APPENDS,
+// BINUNICODE, BININT*, LONG1, NEWTRUE / NEWFALSE, BINFLOAT, TUPLE2, BINPUT / BINGET). Python's
+// pickle and PyTorch's memory_viz read it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace memlens::model {
+
+class PickleEmitter {
+public:
+    explicit PickleEmitter(int protocol = 4);
+
+    void none() { out_ += 'N'; }
+    void boolean(bool b) { out_ += b ? '\x88' : '\x89'; }
+    void integer(int64_t v);
+    void unsignedInteger(uint64_t v);
+    void real(double v);
+    // A string; with `share`, written once and fetched from the memo afterwards (keys, names).
+    void str(std::string_view s, bool share = true);
+    void beginDict() { out_ += '}'; }
+    void beginList() { out_ += ']'; }
+    // Between a mark and setItems / appends: the pairs, or the items, of the dict or list below.
+    void mark() { out_ += '('; }
+    void setItems() { out_ += 'u'; }
+    void appends() { out_ += 'e'; }
+    void tuple2() { out_ += '\x86'; }
+    // Memoises the object on top of the stack under a new id, which get() pushes again.
+    uint32_t put();
+    void get(uint32_t id);
+    std::string finish();  // STOP; the bytes
+
+private:
+    std::string out_;
+    uint32_t next_ = 0;
+    std::unordered_map<std::string, uint32_t> strings_;
+};
+
+} // namespace memlens::model
