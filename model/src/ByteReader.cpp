@@ -252,9 +252,45 @@ ByteReader::ByteReader(std::span<const uint8_t> memory) : size_(memory.size()) {
 ByteReader::~ByteReader() = default;
 
 std::span<const uint8_t> ByteReader::peek(size_t n) {
+    if (compressed()) {
+        // the decompressed data may be shorter than n: take what there is, up to n
+        while (buffered() < n) {
+            const uint64_t newBase = offset();
+            ReadAhead::Chunk c = ahead_->next();
+            if (c.len == 0) break;
+            std::vector<uint8_t> joined(pos_, end_);
+            joined.insert(joined.end(), c.data.get() + kHead, c.data.get() + kHead + c.len);
+            ahead_->recycle(std::move(c.data));
+            if (chunk_) ahead_->recycle(std::move(chunk_));
+            joined_ = std::move(joined);
+            begin_ = pos_ = joined_.data();
+            end_ = joined_.data() + joined_.size();
+            base_ = newBase;
+        }
+        return {pos_, std::min(n, buffered())};
+    }
     n = static_cast<size_t>(std::min<uint64_t>(n, remaining()));
     if (static_cast<size_t>(end_ - pos_) < n) refill(n);
     return {pos_, n};
+}
+
+size_t ByteReader::readSome(uint8_t* dst, size_t max) {
+    if (buffered() == 0) {
+        if (!ahead_ || (sizeKnown() && remaining() == 0)) return 0;
+        const uint64_t newBase = offset();
+        ReadAhead::Chunk c = ahead_->next();
+        if (c.len == 0) return 0;
+        if (chunk_) ahead_->recycle(std::move(chunk_));
+        joined_ = {};
+        chunk_ = std::move(c.data);
+        begin_ = pos_ = chunk_.get() + kHead;
+        end_ = pos_ + c.len;
+        base_ = newBase;
+    }
+    const size_t n = std::min(max, buffered());
+    std::memcpy(dst, pos_, n);
+    pos_ += n;
+    return n;
 }
 
 void ByteReader::refill(uint64_t n) {

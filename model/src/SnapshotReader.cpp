@@ -1,6 +1,7 @@
 #include "memlens/model/SnapshotReader.h"
 
 #include "SnapshotHooks.h"
+#include "JsonSnapshot.h"
 #include "SnapshotKeys.h"
 #include "SnapshotTree.h"
 
@@ -25,9 +26,6 @@ void sniff(ByteReader& in) {
     if (head.empty()) throw ParseError(0, "empty file; expected a PyTorch memory snapshot pickle");
     size_t i = 0;
     while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
-    if (i < head.size() && (head[i] == '{' || head[i] == '['))
-        throw ParseError(0, "this is JSON, not a pickle; memlens reads snapshot pickles written by "
-                            "torch.cuda.memory._dump_snapshot()");
     if (head.size() >= 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4)
         throw ParseError(0, "this is a zip archive (a torch.save() file?), not a memory snapshot pickle");
     if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b)
@@ -39,7 +37,29 @@ void sniff(ByteReader& in) {
         throw ParseError(1, "pickle protocol " + std::to_string(head[1]) + " is not supported (2 to 5 are)");
 }
 
+// memory_viz's JSON form: the first byte past any white space opens an object or an array
+bool isJson(ByteReader& in) {
+    auto head = in.peek(64);
+    size_t i = 0;
+    while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+    return i < head.size() && (head[i] == '{' || head[i] == '[');
+}
+
+Snapshot readFrom(ByteReader& in, const LoadOptions& options);
+
+Snapshot readJson(ByteReader& in, const LoadOptions& options) {
+    const std::string pickle = jsonSnapshotToPickle(in, options);
+    ByteReader converted(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size()));
+    LoadOptions rest = options;
+    rest.progress = nullptr;  // the JSON's own reading was the progress; the rest is quick
+    Snapshot snap = readFrom(converted, rest);
+    snap.fileBytes = in.offset();
+    snap.pickleProtocol = 0;  // not a pickle
+    return snap;
+}
+
 Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
+    if (isJson(in)) return readJson(in, options);
     sniff(in);
     PickleDocument doc;
     const SnapshotKeys keys(doc.strings);

@@ -43,7 +43,8 @@ void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::ve
     seg.stream = fields_.intField(s, k_.stream, path, false);
     if (const Value* t = fields_.field(s, k_.segment_type); t && t->tag == Tag::Str) seg.isLarge = t->ref == k_.large;
     if (const Value* e = fields_.field(s, k_.is_expandable); e && e->isInt()) seg.isExpandable = e->bits != 0;
-    if (const Value* p = fields_.field(s, k_.segment_pool_id); p && p->tag == Tag::Tuple) {
+    // a tuple, or a list in memory_viz's JSON form
+    if (const Value* p = fields_.field(s, k_.segment_pool_id); p && (p->tag == Tag::Tuple || p->tag == Tag::List)) {
         std::vector<Value> ids;
         doc_.forEach(p->ref, [&](const Value& x) { ids.push_back(x); });
         if (ids.size() == 2 && ids[0].isInt() && ids[1].isInt()) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""memlens-cli on compressed snapshots, against the independent oracle (tests/tools/snapshot_oracle.py).
+"""memlens-cli on compressed snapshots and on memory_viz's JSON form, against the independent oracle
+(tests/tools/snapshot_oracle.py).
 
 Each real snapshot in --snapshots and the bundled example is compressed here with Python's own gzip
 and lzma modules (and with the `zstd` command when it is on PATH; said when it is not), written
-with its extension (.gz, .xz, .zst) and without one. `memlens-cli stats FILE --json` must give
+with its extension (.gz, .xz, .zst) and without one; and written as JSON by Python's json module
+(the form memory_viz also opens: tuples become lists), plain and gzipped. `memlens-cli stats FILE --json` must give
 exactly what the oracle computes from the uncompressed pickle read by Python's pickle module.
 A gzip file cut in half and an xz file with damaged bytes end in the error contract: exit 1, one
 stderr line naming the file.
@@ -26,9 +28,20 @@ from test_support import Report, json_diff, one_line_error, run
 import snapshot_oracle as oracle
 
 
-def compressed_forms(raw, zstd_cmd, work, stem):
-    """(label, path) of each compressed form of raw."""
+def compressed_forms(raw, zstd_cmd, work, stem, data=None):
+    """(label, path) of each compressed form of raw, and of data as JSON."""
     out = []
+    if data is not None:
+        try:
+            text = json.dumps(data).encode()
+        except (TypeError, ValueError):
+            text = None  # not JSON-able (bytes, non-string keys): memory_viz could not read it either
+        if text is not None:
+            for name, payload in ((stem + ".json", text), (stem + ".json.gz", gzip.compress(text, compresslevel=1))):
+                path = os.path.join(work, name)
+                with open(path, "wb") as f:
+                    f.write(payload)
+                out.append((name, path))
     for ext, data in ((".gz", gzip.compress(raw, compresslevel=6)), (".xz", lzma.compress(raw, preset=1))):
         for name in (stem + ext, stem + ext.replace(".", "-") + "-noext"):
             path = os.path.join(work, name)
@@ -63,11 +76,17 @@ def main():
     else:
         print(f"note: no real snapshots at {args.snapshots}: the bundled example only")
     with tempfile.TemporaryDirectory(prefix="memlens-compressed-") as work:
+        # the torch-2.14-shaped fixture too: pools as tuples (lists in JSON), the pinned host memory
+        newer = os.path.join(work, "newer.pickle")
+        subprocess.run([sys.executable, os.path.join(args.source_dir, "tests", "tools", "make_newer_snapshot.py"),
+                        "-o", newer], check=True, stdout=subprocess.DEVNULL)
+        files.append(newer)
         for i, path in enumerate(files):
             with open(path, "rb") as f:
                 raw = f.read()
-            expected = oracle.stats(oracle.load(path), newer=True)
-            for label, cpath in compressed_forms(raw, zstd_cmd, work, f"s{i}"):
+            data = oracle.load(path)
+            expected = oracle.stats(data, newer=True)
+            for label, cpath in compressed_forms(raw, zstd_cmd, work, f"s{i}", data):
                 r = run([args.cli, "stats", cpath, "--json"])
                 what = f"{os.path.basename(path)} as {label}: stats --json"
                 if not report.check(r.rc == 0, f"{what}: exit {r.describe()}, stderr {test_support.short(r.err_text)!r}"):

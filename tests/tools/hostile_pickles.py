@@ -238,7 +238,8 @@ def cases(tmpdir, real_snapshot=None, seed=1234):
     add("zip_file", zbuf.getvalue(), "refuse")
     # compressed files are read as their decompressed stream (cli.compressed checks the valid ones):
     # what is inside still has to be a snapshot pickle, and a damaged stream is refused
-    add("gzip_of_json", gzip.compress(b'{"segments": []}\n'), "refuse", ("key", "JSON"))
+    add("gzip_of_json", gzip.compress(b'{"hello": [1, 2, 3]}\n'), "refuse", ("key", "segments"))
+    add("json_broken", b'{"segments": [{"device": 0, "address": 1,', "refuse", ("key", "JSON"))
     add("gzip_cut_in_half", gzip.compress(valid4)[: len(gzip.compress(valid4)) // 2], "refuse",
         ("key", "ends early"))
     add("gzip_of_zero_flood", gzip.compress(proto(4) + bytes(64 << 20)), "refuse")

@@ -57,6 +57,9 @@ public:
     }
     // Peeks at up to n bytes from the current position without consuming them.
     std::span<const uint8_t> peek(size_t n);
+    // Copies up to max bytes into dst and consumes them; 0 only at the end of the data (for a
+    // compressed file: where its stream ends), never an error for reading up to the end.
+    size_t readSome(uint8_t* dst, size_t max);
 
 private:
     static constexpr uint64_t kUnknownSize = uint64_t(1) << 62;
