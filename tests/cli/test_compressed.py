@@ -77,10 +77,7 @@ def main():
         print(f"note: no real snapshots at {args.snapshots}: the bundled example only")
     with tempfile.TemporaryDirectory(prefix="memlens-compressed-") as work:
         # the torch-2.14-shaped fixture too: pools as tuples (lists in JSON), the pinned host memory
-        newer = os.path.join(work, "newer.pickle")
-        subprocess.run([sys.executable, os.path.join(args.source_dir, "tests", "tools", "make_newer_snapshot.py"),
-                        "-o", newer], check=True, stdout=subprocess.DEVNULL)
-        files.append(newer)
+        files.append(test_support.write_newer_fixture(args.source_dir, os.path.join(work, "newer.pickle")))
         for i, path in enumerate(files):
             with open(path, "rb") as f:
                 raw = f.read()

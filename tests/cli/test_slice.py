@@ -20,10 +20,10 @@ Errors keep the contract: a range outside the trace exits 1 with one line.
 import argparse
 import os
 import pickletools
-import subprocess
 import sys
 import tempfile
 
+import test_support
 from test_support import Report, one_line_error, run, short
 
 import snapshot_oracle as oracle
@@ -91,9 +91,7 @@ def main():
     args = ap.parse_args()
     report = Report()
     with tempfile.TemporaryDirectory(prefix="memlens-slice-") as work:
-        newer = os.path.join(work, "newer.pickle")
-        subprocess.run([args.python, os.path.join(args.source_dir, "tests", "tools", "make_newer_snapshot.py"),
-                        "-o", newer], check=True, stdout=subprocess.DEVNULL)
+        newer = test_support.write_newer_fixture(args.source_dir, os.path.join(work, "newer.pickle"), args.python)
         files = [os.path.join(args.source_dir, "resources", "example.pickle"), newer]
         if os.path.isdir(args.snapshots):
             files += sorted(os.path.join(args.snapshots, n) for n in os.listdir(args.snapshots)

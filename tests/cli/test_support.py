@@ -165,3 +165,10 @@ def one_line_error(r, path, report, what, expect_rc=1, place=None):
 def mentions_number(n):
     rx = re.compile(r"(?<![0-9])" + str(n) + r"(?![0-9])")
     return lambda msg: bool(rx.search(msg))
+
+
+def write_newer_fixture(source_dir, path, python=None, truncated=False):
+    """Writes the torch-2.14-shaped fixture of tests/tools/make_newer_snapshot.py to path."""
+    argv = [python or sys.executable, os.path.join(source_dir, "tests", "tools", "make_newer_snapshot.py"), "-o", path]
+    subprocess.run(argv + (["--truncated"] if truncated else []), check=True, stdout=subprocess.DEVNULL)
+    return path
