@@ -151,7 +151,7 @@ std::optional<int> deviceOption(const CliArgs& a, const Snapshot* s) {
     if (!a.has("device")) return std::nullopt;
     if (!s) throw UsageError("--device: the file has no allocator snapshot");
     if (deviceArgument(a) == model::kHostDevice)
-        throw UsageError("--device host: the doctor reads GPU memory (stats, timeline, state and replay read the host)");
+        throw UsageError("--device host: the doctor reads GPU memory (stats, timeline and state read the host)");
     return checkDevice(*s, a);
 }
 

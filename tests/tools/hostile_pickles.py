@@ -243,6 +243,9 @@ def cases(tmpdir, real_snapshot=None, seed=1234):
     add("gzip_cut_in_half", gzip.compress(valid4)[: len(gzip.compress(valid4)) // 2], "refuse",
         ("key", "ends early"))
     add("gzip_of_zero_flood", gzip.compress(proto(4) + bytes(64 << 20)), "refuse")
+    # a small gzip file whose string claims 4 GiB: refused at once, never buffered
+    add("gzip_string_claims_4gib", gzip.compress(proto(4) + b"X" + (0xFFFFFFF0).to_bytes(4, "little") + bytes(4096)),
+        "refuse", ("key", "longer than the rest of the file"))
     # a memlens session given where a snapshot is expected (SQLite's header, then pages)
     add("memlens_session", b"SQLite format 3\x00" + bytes(4080), "refuse", ("key", "memlens session"))
     rnd = random.Random(seed)

@@ -2,6 +2,7 @@
 // Sequential reading of a file (in chunks, read ahead on a second thread, never the whole file at
 // once) or of a memory buffer. A file compressed with gzip, zstd or xz (recognised by its first
 // bytes) is decompressed as a stream on that thread: the reader sees the decompressed bytes.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -27,8 +28,13 @@ public:
     // The size, or for a compressed file a guess at it (for sizing buffers).
     uint64_t sizeHint() const;
     uint64_t offset() const { return base_ + (pos_ - begin_); }
-    // What is left to read; for a compressed file, more than can ever be asked for.
-    uint64_t remaining() const { return size_ - offset(); }
+    // What is left to read. For a compressed file, an upper bound: what the compressed bytes can
+    // plausibly hold (1100 times them, at least 1 GiB), so that one value claiming gigabytes of
+    // a small file is refused at once instead of being buffered.
+    uint64_t remaining() const {
+        if (compressed() && offset() < compressedBound()) return compressedBound() - offset();
+        return size_ - offset();
+    }
     bool atEnd() const { return offset() >= size_; }
     // "gzip", "zstd", "xz"; nullptr when the file is not compressed.
     const char* compression() const { return compressed() ? format_ : nullptr; }
@@ -65,6 +71,7 @@ private:
     static constexpr uint64_t kUnknownSize = uint64_t(1) << 62;
     class ReadAhead;
     bool compressed() const { return compressedSize_ != kNotCompressed; }
+    uint64_t compressedBound() const { return std::max<uint64_t>(compressedSize_ * 1100, uint64_t(1) << 30); }
     [[noreturn]] void endsEarly(uint64_t n) const;
     void refill(uint64_t n);
     void join(uint64_t n, std::unique_ptr<uint8_t[]> chunk, size_t len);
