@@ -206,6 +206,8 @@ int sliceCommand(const std::vector<std::string>& args) {
     const auto out = a.value("output");
     if (!out) throw UsageError("slice needs -o OUT.pickle");
     const long long device = deviceArgument(a);
+    if (device == model::kHostDevice)
+        throw UsageError("--device host: slice cuts a GPU's trace (the pinned host memory has no memory_viz form yet)");
     const long long from = a.integer("from"), to = a.integer("to");
     Snapshot snap = model::readSnapshotFile(file);
     const int dev = checkDevice(snap, device);

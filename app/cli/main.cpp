@@ -67,6 +67,8 @@ const char* kUsage =
     "                                           of M, by allocation stack\n"
     "  diff A B [--json] [--device D]           live memory of B against A, by allocation stack\n"
     "\n"
+    "D: a device index, or host for the pinned host memory of torch 2.14 snapshots (stats, timeline, state).\n"
+    "FILE: a snapshot pickle (gzip, zstd or xz compressed, or memory_viz's JSON form, too) or a session.\n"
     "Errors print one line on stderr and exit 1; usage errors exit 2.\n";
 
 } // namespace

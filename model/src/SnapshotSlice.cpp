@@ -109,6 +109,8 @@ const char* stateName(StateBlockKind k) {
 } // namespace
 
 std::string sliceSnapshot(const Snapshot& snapshot, int device, int64_t from, int64_t to, SliceInfo* info) {
+    if (device == kHostDevice)
+        throw std::invalid_argument("the pinned host memory cannot be sliced yet: memory_viz has no form for it");
     const DeviceData* dd = snapshot.device(device);
     if (!dd) throw std::invalid_argument("no such device in this snapshot: " + deviceName(device));
     const TraceColumns& t = dd->trace;

@@ -296,4 +296,5 @@ TEST(NewerFields, ASliceKeepsThemAndReadsBack) {
     EXPECT_THROW(sliceSnapshot(s, 0, 5, 2), std::invalid_argument);
     EXPECT_THROW(sliceSnapshot(s, 0, 0, 9), std::invalid_argument);
     EXPECT_THROW(sliceSnapshot(s, 3, 0, 1), std::invalid_argument);
+    EXPECT_THROW(sliceSnapshot(s, kHostDevice, 0, 1), std::invalid_argument);  // no memory_viz form yet
 }

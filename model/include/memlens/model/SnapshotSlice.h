@@ -18,7 +18,7 @@ struct SliceInfo {
 };
 
 // Throws std::invalid_argument naming the problem when the device or the range is not in the
-// snapshot (from <= to, both within the device's trace).
+// snapshot (from <= to, both within the device's trace), or for the pinned host memory.
 std::string sliceSnapshot(const Snapshot& snapshot, int device, int64_t from, int64_t to, SliceInfo* info = nullptr);
 
 } // namespace memlens::model
