@@ -98,7 +98,7 @@ Json reportJson(const DoctorReport& r) {
     for (const Finding& f : r.findings) findings.push_back(findingJson(f));
     return Json{{"file", r.file},
                 {"kind", r.kind},
-                {"device", r.device >= 0 ? Json("cuda:" + std::to_string(r.device)) : Json(nullptr)},
+                {"device", r.device >= 0 ? Json(model::deviceName(r.device)) : Json(nullptr)},
                 {"iterations",
                  {{"count", r.iterations.iterations.size()},
                   {"complete", r.iterations.complete()},
@@ -124,7 +124,7 @@ Json reportJson(const DoctorReport& r) {
 
 void printReport(const DoctorReport& r) {
     std::cout << r.file << ": " << r.kind;
-    if (r.device >= 0) std::cout << ", cuda:" << r.device;
+    if (r.device >= 0) std::cout << ", " << model::deviceName(r.device);
     const auto& its = r.iterations;
     if (its.iterations.empty()) std::cout << ", no iterations found";
     else {
@@ -250,7 +250,7 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
         Json groups = Json::array();
         for (const SurvivorGroup& g : s.groups) groups.push_back(groupJson(o.snapshot, g));
         printJson(Json{{"file", file},
-                       {"device", "cuda:" + std::to_string(device)},
+                       {"device", model::deviceName(device)},
                        {"from", from},
                        {"to", to},
                        {"iterations_source", iterationSourceName(split.source)},
@@ -301,11 +301,11 @@ int printStackDiff(const CliArgs& a, const std::string& nameA, const Snapshot& s
                               {"count_b", d.countB},
                               {"frames", framesJson(framesOf(s, st))}});
         }
-        printJson(Json{{"a", nameA}, {"b", nameB}, {"device", "cuda:" + std::to_string(device)}, {"live_a", liveA}, {"live_b", liveB},
+        printJson(Json{{"a", nameA}, {"b", nameB}, {"device", model::deviceName(device)}, {"live_a", liveA}, {"live_b", liveB},
                        {"delta", static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)}, {"stacks", std::move(stacks)}});
         return 0;
     }
-    std::cout << nameA << " -> " << nameB << " (cuda:" << device << "): live " << formatBytes(liveA) << " -> " << formatBytes(liveB) << " ("
+    std::cout << nameA << " -> " << nameB << " (" << model::deviceName(device) << "): live " << formatBytes(liveA) << " -> " << formatBytes(liveB) << " ("
               << formatSignedBytes(static_cast<int64_t>(liveB) - static_cast<int64_t>(liveA)) << ")\n";
     size_t shown = 0;
     for (const StackDelta& d : deltas) {

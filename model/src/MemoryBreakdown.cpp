@@ -72,20 +72,31 @@ BreakdownItem item(BreakdownPart p, uint64_t bytes) {
 
 } // namespace
 
-MemoryBreakdown computeBreakdown(const DeviceState& st, const std::optional<ProcessFigures>& process) {
-    uint64_t live = 0, rounding = 0, pending = 0, fragmented = 0, releasable = 0, reserved = 0;
+std::vector<MemoryBreakdown::PoolShare> privatePoolShares(const DeviceState& st) {
     std::map<PoolId, MemoryBreakdown::PoolShare> pools;
     for (const StateSegment& seg : st.segments) {
-        if (!seg.pool.isDefault()) {
-            MemoryBreakdown::PoolShare& p = pools[seg.pool];
-            p.pool = seg.pool;
-            p.reservedBytes += seg.totalSize;
-            for (const StateBlock& b : seg.blocks) {
-                if (b.kind == StateBlockKind::Free) p.freeBytes += b.size;
-                else if (b.kind != StateBlockKind::PendingFree)
-                    p.liveBytes += b.requestedSize == 0 ? b.size : std::min(b.requestedSize, b.size);
+        if (seg.pool.isDefault()) continue;
+        MemoryBreakdown::PoolShare& p = pools[seg.pool];
+        p.pool = seg.pool;
+        p.reservedBytes += seg.totalSize;
+        for (const StateBlock& b : seg.blocks) {
+            if (b.kind == StateBlockKind::Free) {
+                p.freeBytes += b.size;
+                continue;
             }
+            p.allocatedBytes += b.size;
+            if (b.kind != StateBlockKind::PendingFree)
+                p.liveBytes += b.requestedSize == 0 ? b.size : std::min(b.requestedSize, b.size);
         }
+    }
+    std::vector<MemoryBreakdown::PoolShare> out;
+    for (auto& [id, p] : pools) out.push_back(p);
+    return out;
+}
+
+MemoryBreakdown computeBreakdown(const DeviceState& st, const std::optional<ProcessFigures>& process) {
+    uint64_t live = 0, rounding = 0, pending = 0, fragmented = 0, releasable = 0, reserved = 0;
+    for (const StateSegment& seg : st.segments) {
         // blocks cover the segment; a gap or overhang in a damaged state is counted as free or cut
         uint64_t covered = 0;
         bool used = false;
@@ -129,7 +140,7 @@ MemoryBreakdown computeBreakdown(const DeviceState& st, const std::optional<Proc
                  item(BreakdownPart::ReleasableFree, releasable)};
     out.reservedBytes = reserved;
     out.totalBytes = reserved;
-    for (auto& [id, p] : pools) out.privatePools.push_back(p);
+    out.privatePools = privatePoolShares(st);
     if (!process) return out;
 
     const ProcessFigures& pf = *process;

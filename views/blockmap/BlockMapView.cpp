@@ -7,6 +7,7 @@
 #include "blockmap/BlockMapCanvas.h"
 #include "common/ColorLegend.h"
 #include "document/SnapshotDocument.h"
+#include "memlens/model/MemoryBreakdown.h"
 #include "common/ViewColors.h"
 
 #include <QEvent>
@@ -18,7 +19,6 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <map>
 
 namespace memlens::views {
 
@@ -235,17 +235,9 @@ void BlockMapView::updateTotals() {
                        .arg(st.segments.size());
     if (st.pendingFreeBytes) text += QStringLiteral(" \u00b7 pending free %1").arg(b(st.pendingFreeBytes));
     // each private pool apart: its cache serves only that pool
-    std::map<model::PoolId, std::pair<uint64_t, uint64_t>> pools;  // reserved, allocated
-    for (const auto& seg : st.segments) {
-        if (seg.pool.isDefault()) continue;
-        auto& [reserved, allocated] = pools[seg.pool];
-        reserved += seg.totalSize;
-        for (const auto& blk : seg.blocks)
-            if (blk.kind != model::StateBlockKind::Free) allocated += blk.size;
-    }
-    for (const auto& [pool, figures] : pools)
+    for (const auto& p : model::privatePoolShares(st))
         text += QStringLiteral(" \u00b7 %1: reserved %2, allocated %3")
-                    .arg(QString::fromStdString(model::poolName(pool)), b(figures.first), b(figures.second));
+                    .arg(QString::fromStdString(model::poolName(p.pool)), b(p.reservedBytes), b(p.allocatedBytes));
     if (isShowingSimulated())
         text = tr("<span style='color:#9467bd'><b>Simulated</b></span> (%1): ").arg(m_simulatedLabel.toHtmlEscaped()) + text;
     text += markedSentence(st);

@@ -107,9 +107,8 @@ void EventsModel::showAll() {
 }
 
 QString EventsModel::labelText(const std::vector<model::StringId>& column, size_t entry) const {
-    if (entry >= column.size() || column[entry] == model::StringTable::kEmpty) return {};
-    const std::string_view s = m_doc->snapshot().str(column[entry]);
-    if (s == "N/A") return {};  // torch's compile_context outside a compiled region
+    if (entry >= column.size()) return {};
+    const std::string_view s = m_doc->snapshot().entryLabel(column[entry]);
     return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
 }
 

@@ -35,9 +35,9 @@ QString entryDescription(const SnapshotDocument& doc, int64_t i) {
         s += QStringLiteral(" at 0x") + QString::number(t.addr[i], 16);
     // the labels torch attaches to an entry: _set_memory_metadata's string, the compiled region
     auto label = [&](const std::vector<model::StringId>& column) -> QString {
-        if (static_cast<size_t>(i) >= column.size() || column[i] == model::StringTable::kEmpty) return {};
-        const std::string_view v = doc.snapshot().str(column[i]);
-        return v == "N/A" ? QString() : QString::fromUtf8(v.data(), static_cast<qsizetype>(v.size()));
+        if (static_cast<size_t>(i) >= column.size()) return {};
+        const std::string_view v = doc.snapshot().entryLabel(column[i]);
+        return QString::fromUtf8(v.data(), static_cast<qsizetype>(v.size()));
     };
     if (const QString m = label(t.userMetadata); !m.isEmpty()) s += QStringLiteral(" · ") + m;
     if (const QString c = label(t.compileContext); !c.isEmpty()) s += QStringLiteral(" · ") + c;

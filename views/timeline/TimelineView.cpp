@@ -555,10 +555,12 @@ void TimelineView::applyLayout() {
         out.append(QCPGraphData(x, static_cast<double>(rising ? e.min : e.max)));
         if (e.min != e.max) out.append(QCPGraphData(x, static_cast<double>(rising ? e.max : e.min)));
     };
+    // each column's middle, where its stroke goes
+    const double halfColumn = (m_layout.binning().x1() - m_layout.binning().x0()) / (2.0 * m_layout.width());
+    auto columnX = [&](size_t c) { return m_layout.binning().columnStart(static_cast<int>(c)) + halfColumn; };
     for (size_t c = 0; c < cols.size(); ++c) {
         if (!cols[c].valid) continue;
-        const double x = m_layout.binning().columnStart(static_cast<int>(c)) +
-                         (m_layout.binning().x1() - m_layout.binning().x0()) / (2.0 * m_layout.width());
+        const double x = columnX(c);
         add(live, x, m_layout.live()[c]);
         add(reserved, x, m_layout.reserved()[c]);
     }
@@ -572,10 +574,7 @@ void TimelineView::applyLayout() {
             QVector<QCPGraphData> line;
             line.reserve(static_cast<qsizetype>(env.size() * 2));
             for (size_t c = 0; c < cols.size() && c < env.size(); ++c) {
-                if (!cols[c].valid) continue;
-                const double x = m_layout.binning().columnStart(static_cast<int>(c)) +
-                                 (m_layout.binning().x1() - m_layout.binning().x0()) / (2.0 * m_layout.width());
-                add(line, x, env[c]);
+                if (cols[c].valid) add(line, columnX(c), env[c]);
             }
             m_poolLines[p]->data()->set(line, true);
         }

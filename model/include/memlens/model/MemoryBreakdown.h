@@ -55,8 +55,9 @@ struct MemoryBreakdown {
     struct PoolShare {
         PoolId pool;
         uint64_t reservedBytes = 0;
-        uint64_t liveBytes = 0;  // requested bytes of its live blocks, as LiveTensors counts them
-        uint64_t freeBytes = 0;  // its cached free blocks
+        uint64_t liveBytes = 0;       // requested bytes of its live blocks, as LiveTensors counts them
+        uint64_t allocatedBytes = 0;  // sizes of its blocks in use (pending frees too), as DeviceState's
+        uint64_t freeBytes = 0;       // its cached free blocks
     };
     std::vector<PoolShare> privatePools;
 
@@ -67,5 +68,8 @@ struct MemoryBreakdown {
 uint64_t expandablePageSize(bool largePool);
 
 MemoryBreakdown computeBreakdown(const DeviceState& state, const std::optional<ProcessFigures>& process = std::nullopt);
+
+// The private pools of a state (MemoryBreakdown::privatePools), sorted by pool.
+std::vector<MemoryBreakdown::PoolShare> privatePoolShares(const DeviceState& state);
 
 } // namespace memlens::model

@@ -170,6 +170,12 @@ public:
     size_t stackSize(StackId s) const { return stackOffsets[s + 1] - stackOffsets[s]; }
     const FrameId* stackBegin(StackId s) const { return stackFrames.data() + stackOffsets[s]; }
     std::string_view str(StringId id) const { return strings.view(id); }
+    // An entry's user_metadata or compile_context as shown: empty for none and for torch's 'N/A'
+    // (compile_context outside a compiled region).
+    std::string_view entryLabel(StringId id) const {
+        const std::string_view s = strings.view(id);
+        return s == "N/A" ? std::string_view() : s;
+    }
 
     const DeviceData* device(int d) const;
     // Devices are sorted by number, so the host (kHostDevice) comes first when present.
