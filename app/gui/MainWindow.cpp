@@ -534,7 +534,11 @@ views::SnapshotDocument* MainWindow::currentDocument() const {
 
 void MainWindow::showDocument(int) {
     views::SnapshotDocument* doc = currentDocument();
-    for (Dock& d : m_docks) d.view.setDocument(doc);
+    // Once per document: a view given the same document again would start its analyses again
+    // (adding the first tab shows it twice: the tab bar's currentChanged, then addDocument).
+    if (doc != m_shownDocument || !doc)
+        for (Dock& d : m_docks) d.view.setDocument(doc);
+    m_shownDocument = doc;
     // the Iteration diff can compare the current file with any other open one
     if (auto* diff = qobject_cast<views::IterationDiffView*>(dock(QStringLiteral("iterdiff"))->widget()))
         diff->setOtherDocuments(m_documents);

@@ -6,6 +6,7 @@
 #include "ViewCatalog.h"
 
 #include <QMainWindow>
+#include <QPointer>
 
 #include <memory>
 #include <optional>
@@ -192,6 +193,7 @@ private:
     QString m_attachDirectory;  // empty: AttachProcess::defaultDirectory()
     QList<Dock> m_docks;
     QList<views::SnapshotDocument*> m_documents;  // in tab order
+    QPointer<views::SnapshotDocument> m_shownDocument;  // the one the views were last given
     QStringList m_queue;
     quint64 m_generation = 0;
     QByteArray m_defaultState;

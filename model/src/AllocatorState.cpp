@@ -1,5 +1,7 @@
 #include "memlens/model/AllocatorState.h"
 
+#include "memlens/model/AddressMap.h"
+
 #include <algorithm>
 #include <bit>
 #include <map>
@@ -267,17 +269,16 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     // pair each free with the alloc it frees, walking forwards
     d_->pairedAlloc.assign(static_cast<size_t>(n), -1);
     {
-        std::unordered_map<uint64_t, int64_t> open;
+        AddressMap<int64_t> open;
         for (int64_t i = 0; i < n; ++i) {
             switch (t.action[i]) {
             case Action::Alloc: open[t.addr[i]] = i; break;
             case Action::FreeRequested:
             case Action::FreeCompleted:
             case Action::Free: {
-                auto it = open.find(t.addr[i]);
-                if (it != open.end()) {
-                    d_->pairedAlloc[i] = it->second;
-                    if (t.action[i] != Action::FreeRequested) open.erase(it);
+                if (const int64_t* at = open.find(t.addr[i])) {
+                    d_->pairedAlloc[i] = *at;
+                    if (t.action[i] != Action::FreeRequested) open.erase(t.addr[i]);
                 }
                 break;
             }
@@ -309,19 +310,19 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     }
     // alloc index of the blocks alive at the end: the last alloc at that address
     {
-        std::unordered_map<uint64_t, int64_t> last;
+        AddressMap<int64_t> last;
         for (int64_t i = 0; i < n; ++i) {
             if (t.action[i] == Action::Alloc)
                 last[t.addr[i]] = i;
             else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
                 last.erase(t.addr[i]);
         }
-        d_->finalAllocIndex = last;
+        d_->finalAllocIndex.reserve(last.size());
+        last.forEach([&](uint64_t a, int64_t i) { d_->finalAllocIndex.emplace(a, i); });
         for (auto& [a, l] : w.blocks) {
-            auto it = last.find(a);
-            if (it != last.end()) {
-                l.allocIndex = it->second;
-                if (!l.stack) l.stack = t.stack[it->second];
+            if (const int64_t* at = last.find(a)) {
+                l.allocIndex = *at;
+                if (!l.stack) l.stack = t.stack[*at];
             }
         }
     }

@@ -1,5 +1,7 @@
 #include "memlens/model/IterationDiff.h"
 
+#include "memlens/model/AddressMap.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -7,7 +9,7 @@ namespace memlens::model {
 
 std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
     std::vector<AllocationLife> out;
-    std::unordered_map<uint64_t, size_t> open;  // address -> index into out
+    AddressMap<size_t> open;  // address -> index into out
     const auto n = static_cast<int64_t>(t.rows());
     for (int64_t i = 0; i < n; ++i) {
         const Action a = t.action[i];
@@ -15,9 +17,9 @@ std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
             open[t.addr[i]] = out.size();
             out.push_back({i, -1});
         } else if (a == Action::FreeRequested || a == Action::Free) {
-            if (auto it = open.find(t.addr[i]); it != open.end()) {
-                out[it->second].free = i;
-                open.erase(it);
+            if (const size_t* at = open.find(t.addr[i])) {
+                out[*at].free = i;
+                open.erase(t.addr[i]);
             }
         }
     }

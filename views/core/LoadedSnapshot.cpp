@@ -4,6 +4,7 @@
 #include "memlens/model/SnapshotReader.h"
 
 #include <chrono>
+#include <future>
 
 namespace memlens::views {
 
@@ -12,14 +13,33 @@ std::shared_ptr<LoadedSnapshot> LoadedSnapshot::fromSnapshot(model::Snapshot sna
     auto out = std::make_shared<LoadedSnapshot>();
     out->path = std::move(path);
     auto snap = std::make_shared<model::Snapshot>(std::move(snapshot));
+    const auto cancelled = [&options] { return options.cancel && options.cancel->load(); };
+    // The state histories (the checkpoints of the allocator state) are built on a second thread
+    // while this one computes the timelines and the allocations' lifetimes: on the 690 MB bench
+    // file they take 250 and 40 + 190 ms alone. Only this thread reports progress.
+    using Histories = std::map<int, std::shared_ptr<const model::StateHistory>>;
+    std::future<Histories> histories = std::async(std::launch::async, [&snap, &cancelled] {
+        Histories h;
+        for (const auto& d : snap->devices) {
+            if (cancelled()) break;
+            h[d.device] = std::make_shared<model::StateHistory>(*snap, d.device);
+        }
+        return h;
+    });
     size_t done = 0;
-    for (const auto& d : snap->devices) {
-        if (options.cancel && options.cancel->load()) throw model::Cancelled();
-        if (options.progress) options.progress("rewinding", double(done++) / double(snap->devices.size()));
-        out->timelines[d.device] = std::make_shared<model::DeviceTimeline>(model::computeTimeline(d));
-        out->histories[d.device] = std::make_shared<model::StateHistory>(*snap, d.device);
-        out->lifetimes[d.device] = std::make_shared<AllocationLifetimes>(AllocationLifetimes::compute(d));
+    try {
+        for (const auto& d : snap->devices) {
+            if (cancelled()) break;
+            if (options.progress) options.progress("rewinding", double(done++) / double(snap->devices.size()));
+            out->timelines[d.device] = std::make_shared<model::DeviceTimeline>(model::computeTimeline(d));
+            out->lifetimes[d.device] = std::make_shared<AllocationLifetimes>(AllocationLifetimes::compute(d));
+        }
+    } catch (...) {
+        histories.wait();  // it reads snap: let it finish before the exception unwinds it
+        throw;
     }
+    out->histories = histories.get();
+    if (cancelled()) throw model::Cancelled();
     out->snapshot = std::move(snap);
     return out;
 }

@@ -18,6 +18,11 @@
 #include <mutex>
 #include <new>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
 namespace memlens::views {
 
 namespace {
@@ -46,6 +51,17 @@ bool waitUntil(const std::function<bool()>& done, int timeoutMs) {
         g_idle.wait_for(lock, std::chrono::milliseconds(5));
     }
     return true;
+}
+
+// The calling thread (one of backgroundPool()'s) at nice 10, once: an unprivileged thread cannot
+// come back, which is why the background jobs have a pool of their own.
+void lowerThisThreadOnce() {
+#ifdef __linux__
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+#endif
 }
 
 } // namespace
@@ -109,8 +125,9 @@ QPointer<Deliverer>& deliverer() {
 
 } // namespace
 
-JobTracker::JobTracker(QObject* context) : m_state(std::make_shared<State>()) {
+JobTracker::JobTracker(QObject* context, JobPriority priority) : m_state(std::make_shared<State>()) {
     m_state->context = context;
+    m_state->priority = priority;
     // trackers are made on the GUI thread: so is the object deliveries are posted to
     if (!deliverer() && QCoreApplication::instance()) deliverer() = new Deliverer(QCoreApplication::instance());
 }
@@ -165,13 +182,15 @@ void JobTracker::post(std::function<void()> fn) {
     QCoreApplication::postEvent(to, e);
 }
 
-void JobTracker::runOnPool(std::function<void()> fn) {
-    std::function<void()> task = [fn = std::move(fn)] {
+void JobTracker::runOnPool(std::function<void()> fn, JobPriority priority) {
+    const bool background = priority == JobPriority::Background;
+    std::function<void()> task = [fn = std::move(fn), background] {
         takeOver();
+        if (background) lowerThisThreadOnce();
         fn();
     };
     handOver();
-    pool()->start(std::move(task));
+    (background ? backgroundPool() : pool())->start(std::move(task));
 }
 
 void JobTracker::releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<void> garbage) {
@@ -179,6 +198,16 @@ void JobTracker::releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<v
         garbage.reset();
         end(*s);
     });
+}
+
+QThreadPool* JobTracker::backgroundPool() {
+    static QPointer<QThreadPool> p;
+    if (!p) {
+        p = new QThreadPool(QCoreApplication::instance());
+        p->setObjectName(QStringLiteral("memlens analyses"));
+        p->setMaxThreadCount(std::max(4, QThread::idealThreadCount()));
+    }
+    return p;
 }
 
 QThreadPool* JobTracker::pool() {

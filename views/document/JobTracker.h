@@ -19,6 +19,11 @@
 //   thread, never on the GUI thread: a big snapshot takes a while to free.
 // - Progress (JobControl::progress) reaches the handler at most once per percent or phase.
 //
+// - A tracker made with JobPriority::Background (the analyses: doctor, iteration diff, allocation
+//   sites, what-if) runs its jobs on a second pool whose threads have a lower CPU priority (nice
+//   10), so that on a small machine they do not slow down what the user waits for: a file being
+//   read, the GUI thread drawing its first picture. They still use every idle core.
+//
 // Tests wait for a tracker (waitForIdle) or for every job of the process (waitForAllIdle)
 // instead of sleeping.
 #include "memlens/model/ParseError.h"
@@ -76,6 +81,8 @@ struct JobText {
     QString task = QStringLiteral("load this file");
 };
 
+enum class JobPriority { Normal, Background };
+
 template <typename Result>
 struct JobHandlers {
     std::function<void(quint64 generation, Result result)> done;
@@ -88,7 +95,7 @@ struct JobHandlers {
 class JobTracker {
 public:
     // Outcomes are delivered only while CONTEXT (on the GUI thread) and this tracker live.
-    explicit JobTracker(QObject* context);
+    explicit JobTracker(QObject* context, JobPriority priority = JobPriority::Normal);
     // Cancels the running job; it reports nothing (not even cancelled).
     ~JobTracker();
     JobTracker(const JobTracker&) = delete;
@@ -114,6 +121,9 @@ public:
     static bool waitForAllIdle(int timeoutMs = 60000);
     // The pool the jobs run on (also frees stale results).
     static QThreadPool* pool();
+    // The pool of Background trackers' jobs; its threads run at nice 10 (where the system lets
+    // them: Linux).
+    static QThreadPool* backgroundPool();
 
     // The one-line error for an exception a job threw (not model::Cancelled).
     static QString describe(std::exception_ptr error, const JobText& text);
@@ -127,6 +137,7 @@ private:
         std::shared_ptr<std::atomic<bool>> cancel;
         std::function<void(quint64)> onCancelled;
         std::atomic<int> inFlight{0};  // jobs, deliveries and releases not finished
+        JobPriority priority = JobPriority::Normal;
     };
 
     // GUI thread: whether an outcome of GENERATION is still wanted (and marks it delivered).
@@ -138,7 +149,7 @@ private:
     static void post(std::function<void()> fn);
     // Destroys what FN holds on a pool thread, then ends one in-flight unit of S.
     static void releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<void> garbage);
-    static void runOnPool(std::function<void()> fn);
+    static void runOnPool(std::function<void()> fn, JobPriority priority = JobPriority::Normal);
 
     std::shared_ptr<State> m_state;
 };
@@ -157,6 +168,7 @@ quint64 JobTracker::start(std::function<Result(const JobControl&)> work, JobHand
     };
     std::weak_ptr<State> weak = state;
     begin(*state);
+    const JobPriority priority = state->priority;
     runOnPool([state, weak, generation, cancelFlag, h, text, work = std::move(work)]() mutable {
         JobControl control;
         control.m_cancel = cancelFlag;
@@ -200,7 +212,7 @@ quint64 JobTracker::start(std::function<Result(const JobControl&)> work, JobHand
             }
             end(*state);
         });
-    });
+    }, priority);
     return generation;
 }
 

@@ -55,7 +55,7 @@ QString richText(const std::string& text) {
 
 } // namespace
 
-FindingsView::FindingsView(QWidget* parent) : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this)) {
+FindingsView::FindingsView(QWidget* parent) : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this, JobPriority::Background)) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(4, 4, 4, 4);
     m_status = new QLabel(tr("Open a snapshot or a session: the doctor says what its memory shows."), this);

@@ -45,7 +45,7 @@ struct Prepared {
 
 } // namespace
 
-IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this)) {
+IterationDiffView::IterationDiffView(QWidget* parent) : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this, JobPriority::Background)) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(4, 4, 4, 4);
     auto* row = new QHBoxLayout;

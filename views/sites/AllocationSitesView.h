@@ -93,7 +93,7 @@ private:
     QLabel* m_status = nullptr;
 
     std::function<void()> m_buildHook;
-    JobTracker m_jobs{this};
+    JobTracker m_jobs{this, JobPriority::Background};
 };
 
 } // namespace memlens::views

@@ -66,7 +66,7 @@ QLineEdit* lineEdit(QWidget* parent, const QString& placeholder) {
 } // namespace
 
 WhatIfView::WhatIfView(QWidget* parent)
-    : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this)), m_stateJobs(std::make_unique<JobTracker>(this)) {
+    : QWidget(parent), m_jobs(std::make_unique<JobTracker>(this, JobPriority::Background)), m_stateJobs(std::make_unique<JobTracker>(this)) {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
     auto* scroll = new QScrollArea(this);
