@@ -1,7 +1,8 @@
 #include "core/AllocationLifetimes.h"
 
+#include "memlens/model/AddressMap.h"
+
 #include <algorithm>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace memlens::views {
@@ -38,17 +39,16 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace) {
     using model::Action;
     auto& all = m_all;
     const int64_t n = static_cast<int64_t>(trace.rows());
-    std::unordered_map<uint64_t, size_t> open;  // address -> index into all
-    open.reserve(1024);
+    model::AddressMap<size_t> open;  // address -> index into all
     for (int64_t i = 0; i < n; ++i) {
         const Action a = trace.action[static_cast<size_t>(i)];
         if (a != Action::Alloc && a != Action::FreeRequested && a != Action::FreeCompleted && a != Action::Free) continue;
         const uint64_t addr = trace.addr[static_cast<size_t>(i)];
-        auto it = open.find(addr);
+        size_t* it = open.find(addr);
         if (a == Action::Alloc) {
-            if (it != open.end()) {  // the free of the previous block here was lost: end it now
-                all[it->second].end = i;
-                open.erase(it);
+            if (it) {  // the free of the previous block here was lost: end it now
+                all[*it].end = i;
+                open.erase(addr);
             }
             AllocationLifetime l;
             l.begin = i;
@@ -56,50 +56,87 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace) {
             l.address = addr;
             l.size = trace.size[static_cast<size_t>(i)];
             l.stack = trace.stack[static_cast<size_t>(i)];
-            open.emplace(addr, all.size());
+            open[addr] = all.size();
             all.push_back(l);
             continue;
         }
-        if (it == open.end()) {  // a free without its alloc: allocated before recording
+        if (!it) {  // a free without its alloc: allocated before recording
             AllocationLifetime l;
             l.begin = -1;
             l.end = n;
             l.address = addr;
             l.size = trace.size[static_cast<size_t>(i)];
             l.stack = trace.stack[static_cast<size_t>(i)];
-            it = open.emplace(addr, all.size()).first;
+            it = &(open[addr] = all.size());
             all.push_back(l);
         }
-        AllocationLifetime& l = all[it->second];
+        AllocationLifetime& l = all[*it];
         if (a == Action::FreeRequested) {
             l.freeRequested = i;
         } else {
             l.end = i;
-            open.erase(it);
+            open.erase(addr);
         }
     }
     // allocations alive at the end keep end == n
 }
 
 void AllocationLifetimes::finish() {
-    auto& all = m_all;
-    // order by begin (stable keeps the rest in order)
-    std::stable_sort(all.begin(), all.end(),
-                     [](const AllocationLifetime& x, const AllocationLifetime& y) { return x.begin < y.begin; });
-    m_bySize.resize(all.size());
-    for (size_t i = 0; i < all.size(); ++i) m_bySize[i] = static_cast<uint32_t>(i);
-    std::stable_sort(m_bySize.begin(), m_bySize.end(), [&all](uint32_t x, uint32_t y) { return all[x].size > all[y].size; });
+    // Order by begin. The trace's lifetimes were added in the order of their allocs, those from
+    // before the recording (begin -1) in the order of their frees or at the end: moving the
+    // latter to the front, in their order, sorts the whole (a stable sort did the same in
+    // O(n log n)).
+    std::stable_partition(m_all.begin(), m_all.end(), [](const AllocationLifetime& l) { return l.begin < 0; });
 }
 
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
-    n = std::min(n, m_bySize.size());
-    std::vector<uint32_t> out(m_bySize.begin(), m_bySize.begin() + static_cast<std::ptrdiff_t>(n));
+    n = std::min(n, m_all.size());
+    std::vector<uint32_t> idx(m_all.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
+    // larger first; of equal sizes the earlier
+    auto before = [this](uint32_t x, uint32_t y) {
+        return m_all[x].size != m_all[y].size ? m_all[x].size > m_all[y].size : x < y;
+    };
+    if (n < idx.size()) std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n), idx.end(), before);
+    idx.resize(n);
+    std::sort(idx.begin(), idx.end());
+    return idx;
+}
+
+std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis& axis, double x0, double x1,
+                                                       double maxCover) const {
+    std::vector<std::pair<double, uint32_t>> area;  // (visible bytes x span, index)
+    area.reserve(m_all.size());
+    const int64_t count = axis.count();
+    const double start = axis.startX(), endX = axis.endX();
+    for (size_t i = 0; i < m_all.size(); ++i) {
+        const AllocationLifetime& l = m_all[i];
+        const double b = l.begin < 0 ? start : axis.x(std::min(l.begin, count - 1));
+        const double e = l.end >= count ? endX : axis.x(std::max<int64_t>(l.end, 0));
+        const double span = std::min(e, x1) - std::max(b, x0);
+        if (span > 0 && l.size > 0) area.emplace_back(span * static_cast<double>(l.size), static_cast<uint32_t>(i));
+    }
+    n = std::min(n, area.size());
+    auto before = [](const std::pair<double, uint32_t>& x, const std::pair<double, uint32_t>& y) {
+        return x.first != y.first ? x.first > y.first : x.second < y.second;
+    };
+    if (n < area.size()) std::nth_element(area.begin(), area.begin() + static_cast<std::ptrdiff_t>(n), area.end(), before);
+    area.resize(n);
+    std::sort(area.begin(), area.end(), before);  // most area first, for the cover bound
+    const double range = x1 - x0;
+    double cover = 0;
+    std::vector<uint32_t> out;
+    out.reserve(n);
+    for (const auto& [a, i] : area) {
+        const double f = range > 0 ? a / static_cast<double>(m_all[i].size) / range : 1.0;
+        if (!out.empty() && cover + f > maxCover) break;
+        cover += f;
+        out.push_back(i);
+    }
     std::sort(out.begin(), out.end());
     return out;
 }
 
-size_t AllocationLifetimes::memoryBytes() const {
-    return m_all.capacity() * sizeof(AllocationLifetime) + m_bySize.capacity() * sizeof(uint32_t);
-}
+size_t AllocationLifetimes::memoryBytes() const { return m_all.capacity() * sizeof(AllocationLifetime); }
 
 } // namespace memlens::views

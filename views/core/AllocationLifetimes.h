@@ -4,6 +4,7 @@
 // the blocks the trace never mentions (allocated before recording, never freed), which live
 // throughout.
 #include "memlens/model/Snapshot.h"
+#include "core/EntryAxis.h"
 
 #include <cstdint>
 #include <vector>
@@ -35,8 +36,20 @@ public:
     const std::vector<AllocationLifetime>& all() const { return m_all; }
     size_t size() const { return m_all.size(); }
     const AllocationLifetime& operator[](size_t i) const { return m_all[i]; }
-    // Indices into all() of the n largest lifetimes (ties: the earlier), in ascending index order.
+    // Indices into all() of the n largest lifetimes (ties: the earlier), in ascending index order;
+    // a linear selection over all of them, for each call.
     std::vector<uint32_t> largest(size_t n) const;
+    // Indices into all() of the n lifetimes that cover the most area of the timeline between x0
+    // and x1 on AXIS (bytes x the part of their span inside it: what a person can see there),
+    // in ascending index order; ties: the earlier. Lifetimes with nothing inside are never chosen.
+    // At the full range of a long trace the largest allocations are often too short to see; these
+    // are the ones that show, and zooming in makes others count. maxCover bounds the drawing: the
+    // chosen bands' widths, in views (a band across the whole range counts 1, across a tenth of it
+    // 0.1), add up to at most maxCover (the first is always taken), so that thousands of bands
+    // that each span the range (none of them visible) do not cost thousands of strokes per pixel
+    // column. Linear in size().
+    std::vector<uint32_t> mostVisible(size_t n, const EntryAxis& axis, double x0, double x1,
+                                      double maxCover = 1e300) const;
     size_t memoryBytes() const;
 
 private:
@@ -44,7 +57,6 @@ private:
     void finish();
 
     std::vector<AllocationLifetime> m_all;
-    std::vector<uint32_t> m_bySize;  // indices into m_all, largest first
 };
 
 } // namespace memlens::views

@@ -34,6 +34,9 @@ constexpr int kMarginRight = 18;
 constexpr int kMarginBottom = 40;
 constexpr int kMarginTop = 10;
 constexpr int kDragThreshold = 4;
+// The banded allocations' widths add up to at most this many plot widths
+// (AllocationLifetimes::mostVisible): a bound on the strokes per pixel column, whatever is chosen.
+constexpr double kMaxBandCover = 100.0;
 
 const QColor kLiveColor(0x1f, 0x23, 0x2b);
 const QColor kReservedLine(0x4f, 0x7c, 0xb3);
@@ -49,6 +52,10 @@ QString htmlEscaped(const std::string& s) { return QString::fromStdString(s).toH
 } // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+    m_chooseTimer = new QTimer(this);
+    m_chooseTimer->setSingleShot(true);
+    m_chooseTimer->setInterval(150);
+    connect(m_chooseTimer, &QTimer::timeout, this, &TimelineView::chooseBands);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
@@ -88,15 +95,16 @@ void TimelineView::buildToolbar(QWidget* bar) {
     connect(m_xMode, &QComboBox::activated, this, [this](int i) { setTimeAxis(i == 1); });
     row->addWidget(m_xMode);
     row->addSpacing(8);
-    auto* label = new QLabel(tr("Largest allocations:"), bar);
+    auto* label = new QLabel(tr("Allocations drawn:"), bar);
     row->addWidget(label);
     m_largestBox = new QSpinBox(bar);
     m_largestBox->setRange(0, 1000000);
     m_largestBox->setSingleStep(1000);
     m_largestBox->setValue(m_largest);
     m_largestBox->setKeyboardTracking(false);
-    m_largestBox->setToolTip(tr("How many of the largest allocations get a band of their own; "
-                                "the others are summed in the grey band at the bottom"));
+    m_largestBox->setToolTip(tr("How many allocations get a band of their own: those that cover the most of "
+                                "the visible range (bytes x time), chosen again as you zoom; the others are "
+                                "summed in the grey band at the bottom"));
     label->setBuddy(m_largestBox);
     connect(m_largestBox, &QSpinBox::valueChanged, this, &TimelineView::setLargestCount);
     row->addWidget(m_largestBox);
@@ -395,7 +403,6 @@ void TimelineView::rebuild() {
     if (haveTrace) {
         const bool time = wantTime && timeAxisAvailable();
         m_axis = time ? EntryAxis::byTime(m_doc->deviceData().trace.timeUs) : EntryAxis::byIndex(m_doc->entryCount());
-        m_chosen = m_doc->lifetimes().largest(static_cast<size_t>(m_largest));
         m_livePyramid = SeriesPyramid(m_doc->timeline().liveBytes);
         m_reservedPyramid = SeriesPyramid(m_doc->timeline().reservedBytes);
         m_overlay->setMarkers(&m_doc->markers(), &m_axis);
@@ -421,6 +428,24 @@ void TimelineView::rebuild() {
     updateNotice();
     updateEmptyState();
     fit();
+    m_chosenFor = {0, -1};
+    chooseBands();  // the first picture has its bands at once
+}
+
+void TimelineView::chooseBands() {
+    m_chooseTimer->stop();
+    if (!m_doc || m_doc->entryCount() == 0) {
+        m_chosen.clear();
+        m_chosenFor = {0, -1};
+        return;
+    }
+    const auto range = xRange();
+    if (range == m_chosenFor) return;
+    m_chosen = m_doc->lifetimes().mostVisible(static_cast<size_t>(m_largest), m_axis, range.first, range.second,
+                                              kMaxBandCover);
+    m_chosenFor = range;
+    m_dirty = true;
+    scheduleReplot();
 }
 
 void TimelineView::updateEmptyState() {
@@ -449,6 +474,7 @@ void TimelineView::setTimeAxis(bool time) {
     const int64_t e1 = std::max<int64_t>(e0, m_axis.entryAt(x1));
     const bool full = x0 <= m_axis.startX() && x1 >= m_axis.endX();
     m_axis = time ? EntryAxis::byTime(m_doc->deviceData().trace.timeUs) : EntryAxis::byIndex(m_doc->entryCount());
+    m_chosenFor = {0, -1};  // the same numbers mean other entries now
     m_xTicker->setTimeMode(time);
     m_plot->xAxis->setLabel(time ? tr("Time since the first entry") : tr("Trace entry"));
     m_xMode->setCurrentIndex(time ? 1 : 0);
@@ -468,7 +494,8 @@ void TimelineView::setLargestCount(int n) {
     if (n == m_largest) return;
     m_largest = n;
     if (m_largestBox->value() != n) m_largestBox->setValue(n);
-    if (m_doc && m_doc->entryCount() > 0) m_chosen = m_doc->lifetimes().largest(static_cast<size_t>(n));
+    m_chosenFor = {0, -1};
+    chooseBands();
     m_hovered = -1;
     m_bands->setHoveredLifetime(-1);
     m_dirty = true;
@@ -489,6 +516,7 @@ void TimelineView::setXRange(double x0, double x1) {
     m_plot->xAxis->setRange(x0, x0 + span);
     m_dirty = true;
     scheduleReplot();
+    m_chooseTimer->start();  // the bands follow once the range rests
 }
 
 std::pair<double, double> TimelineView::xRange() const {

@@ -16,6 +16,7 @@
 #include "core/TimelineLayout.h"
 
 #include <QPointer>
+#include <QTimer>
 #include <QWidget>
 
 #include <optional>
@@ -55,9 +56,16 @@ public:
     bool timeAxisAvailable() const;
     bool timeAxis() const { return m_axis.isTime(); }
     void setTimeAxis(bool time);
-    // How many of the largest allocations get a band of their own.
+    // How many allocations get a band of their own: those that cover the most of the visible range
+    // (bytes x time, AllocationLifetimes::mostVisible), chosen again 150 ms after the range last
+    // changed, so that zooming in brings the allocations that matter there; the rest are summed
+    // in the grey band.
     int largestCount() const { return m_largest; }
     void setLargestCount(int n);
+    // Chooses the banded allocations for the current range now (what the timer does).
+    void chooseBands();
+    // Indices into the document's lifetimes that have a band, ascending.
+    const std::vector<uint32_t>& bandedLifetimes() const { return m_chosen; }
     // Allocations coloured by memory category (parameters, gradients, optimizer state, saved for
     // backward, inputs, other; estimated from their stacks) instead of by call site.
     void setColourByCategory(bool on);
@@ -154,6 +162,8 @@ private:
     SeriesPyramid m_reservedPyramid;
     std::vector<uint32_t> m_chosen;
     int m_largest = 15000;  // as PyTorch's viewer's default
+    QTimer* m_chooseTimer = nullptr;
+    std::pair<double, double> m_chosenFor{0, -1};  // the range m_chosen was chosen for (empty: none)
     TimelineLayout m_layout;
     bool m_dirty = true;
     double m_layoutX0 = 0, m_layoutX1 = 0;

@@ -54,6 +54,46 @@ private slots:
         QCOMPARE(l.largest(100).size(), size_t(5));
     }
 
+    void largestPrefersTheEarlierOfEqualSizes() {
+        // sizes by index: 4K 8K 8K 2K 8K 8K -> of the three largest, the first three 8K ones
+        const auto loaded = load({{"alloc", slot(0), 4 * KiB}, {"alloc", slot(1), 8 * KiB}, {"alloc", slot(2), 8 * KiB},
+                                  {"alloc", slot(3), 2 * KiB}, {"alloc", slot(4), 8 * KiB}, {"alloc", slot(5), 8 * KiB}});
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        QCOMPARE(l.size(), size_t(6));
+        QCOMPARE(l.largest(3), (std::vector<uint32_t>{1, 2, 4}));
+        QCOMPARE(l.largest(5), (std::vector<uint32_t>{0, 1, 2, 4, 5}));
+    }
+
+    void mostVisibleWeighsBytesByTheSpanInView() {
+        // S: 4 KiB alive throughout; B: 1 MiB for one entry; then 500 allocations of 512 bytes,
+        // one entry each (entries 3 + 2k .. 4 + 2k)
+        std::vector<Entry> t = {{"alloc", slot(0), 4 * KiB}, {"alloc", slot(1), 1024 * KiB},
+                                     {"free_completed", slot(1), 1024 * KiB}};
+        for (int k = 0; k < 500; ++k) {
+            t.push_back({"alloc", slot(2), 512});
+            t.push_back({"free_completed", slot(2), 512});
+        }
+        const auto loaded = load(t);
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        QCOMPARE(l.size(), size_t(502));
+        const EntryAxis axis = EntryAxis::byIndex(1003);
+        // the whole trace: S covers 4 KiB x 1003 entries, more than B's 1 MiB x 1
+        QCOMPARE(l.mostVisible(1, axis, 0, 1003), std::vector<uint32_t>{0});
+        QCOMPARE(l.largest(1), std::vector<uint32_t>{1});
+        // entries 1..2: B's 1 MiB against S's 4 KiB
+        QCOMPARE(l.mostVisible(1, axis, 1, 2), std::vector<uint32_t>{1});
+        // entries 500..600: S and the 50 small ones that live inside (k = 249..298, lifetimes 251..300);
+        // B, not in view, is not chosen however many are asked for
+        std::vector<uint32_t> expected = {0};
+        for (uint32_t i = 251; i <= 300; ++i) expected.push_back(i);
+        QCOMPARE(l.mostVisible(1000, axis, 500, 600), expected);
+        QCOMPARE(l.mostVisible(0, axis, 0, 1003), std::vector<uint32_t>{});
+        // the cover bound: S spans the whole view (1 view), B 1/1003 of it, each small one 1/1003
+        QCOMPARE(l.mostVisible(1000, axis, 0, 1003, 1.0), std::vector<uint32_t>{0});
+        QCOMPARE(l.mostVisible(1000, axis, 0, 1003, 1.0 + 3.5 / 1003).size(), size_t(4));  // S, B and two small ones
+        QCOMPARE(l.mostVisible(1000, axis, 1, 2, 0.5), std::vector<uint32_t>{1});  // the first is always taken
+    }
+
     void lostFreeIsClosedByTheNextAlloc() {
         const auto loaded = load({{"alloc", slot(0), 4 * KiB}, {"alloc", slot(0), 8 * KiB}, {"free_completed", slot(0), 8 * KiB}});
         const AllocationLifetimes& l = *loaded->lifetimes.at(0);

@@ -158,6 +158,22 @@ private slots:
         QCOMPARE(m_view->largestCount(), 1);
     }
 
+    void bandsFollowTheVisibleRange() {
+        // the whole trace (entries 0..12): A 1 MiB x 11 entries and D 768 KiB x 5 cover the most
+        m_view->setLargestCount(2);
+        QCOMPARE(m_view->bandedLifetimes(), (std::vector<uint32_t>{1, 4}));
+        // entries 0..8: A 1 MiB x 7, then B 512 KiB x 3 (C: 256 KiB x 5, E: 128 KiB x 8, D: 768 KiB x 1)
+        m_view->setXRange(0, 8);
+        QTRY_COMPARE(m_view->bandedLifetimes(), (std::vector<uint32_t>{1, 2}));
+        m_view->redraw();
+        // at entry 3.5: the grey band (E + C, 384 KiB), A's band to 1408 KiB, B's above it
+        QCOMPARE(m_view->lifetimeAt(at(3.5, 1600.0 * KiB)), int64_t(2));
+        m_view->fit();
+        QTRY_COMPARE(m_view->bandedLifetimes(), (std::vector<uint32_t>{1, 4}));
+        m_view->redraw();  // B is in the grey band again (E + B + C = 896 KiB), under A's band
+        QCOMPARE(m_view->lifetimeAt(at(3.5, 1600.0 * KiB)), int64_t(1));
+    }
+
     void currentEventComesIntoView() {
         m_doc->setCurrentEvent(0);
         m_view->setXRange(0, 8);
