@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a large, realistic PyTorch CUDA memory snapshot pickle for benchmarks.
 
-    make_large_snapshot.py OUT --entries N [--seed S] [--check]
+    make_large_snapshot.py OUT [--entries N | --size-mb M] [--seed S] [--check]
 
 The file has the dict layout of torch 2.10/2.11 (segments, device_traces, allocator_settings,
 external_annotations; trace entries with time_us, compile_context 'N/A', user_metadata '' and
@@ -52,6 +52,14 @@ ROUND_LARGE = 2 * MiB
 MIN_BLOCK = 512
 ADDRESS_BASE = 0x7F3C_0000_0000
 T0 = 1_783_874_422_287_973  # µs since the epoch
+FRAME_POOL = 900  # distinct frames: real files have 300 to 1000
+
+
+def fresh(text):
+    """A new str object equal to text, as torch makes one (py::str from a std::string) for each
+    field it converts: pickle then writes it out again instead of a memo get. '' and one-character
+    latin-1 strings come back as CPython's shared singletons, as they do from pybind11."""
+    return text.encode('utf-8', 'surrogatepass').decode('utf-8', 'surrogatepass')
 
 # --------------------------------------------------------------------------------------------
 # Frames and call paths
@@ -60,10 +68,9 @@ T0 = 1_783_874_422_287_973  # µs since the epoch
 def make_frames(rng, count):
     """Returns (frames, paths): frame dicts (shared objects) and call paths (lists of frame indices)."""
     frames = []
-    strings = {}
 
-    def s(text):  # one str object per distinct text, as torch's symbolizer shares them
-        return strings.setdefault(text, text)
+    def s(text):  # a str object of its own for each frame dict, as torch writes them (py::str per
+        return fresh(text)  # field of each symbolized frame; '' and 1-char strings are CPython's singletons)
 
     def frame(name, filename, line):
         frames.append({'name': s(name), 'filename': s(filename), 'line': line})
@@ -99,8 +106,14 @@ def make_frames(rng, count):
         frame('_start', '??', 0),
         frame('<module>', '/home/user/project/train.py', 312),
     ]
-    eval_frames = [frame('_PyEval_EvalFrameDefault', '??', 0), frame('PyMethod_New', '??', 0),
-                   frame('_PyObject_MakeTpCall', '??', 0), frame('_PyObject_Call_Prepend', '??', 0)]
+    # CPython internals between Python frames (stacks='all': native frames outnumber Python ones)
+    eval_frames = [frame(n, f, 0) for n, f in (
+        ('_PyEval_EvalFrameDefault', '??'), ('PyMethod_New', '??'), ('_PyObject_MakeTpCall', '??'),
+        ('_PyObject_Call_Prepend', '??'), ('_PyFunction_Vectorcall', '??'), ('PyObject_Call', '??'),
+        ('slot_tp_call', '??'), ('_PyObject_FastCallDictTstate', '??'), ('method_vectorcall', 'classobject.c'),
+        ('cfunction_call', 'methodobject.c'), ('_PyEval_Vector', 'ceval.c'), ('PyObject_Vectorcall', 'call.c'),
+        ('torch::autograd::THPVariable_apply_(_object*, _object*)', '??'),
+        ('torch::PythonArgParser::raw_parse(_object*, _object*, _object*, _object**)', 'python_arg_parser.cpp'))]
 
     # native operator frames: long demangled names
     types = ['at::Tensor', 'c10::ArrayRef<long>', 'c10::SymInt', 'c10::Scalar const&', 'std::optional<at::Tensor>',
@@ -147,17 +160,18 @@ def make_frames(rng, count):
     for i in range(count - n_native):
         python.append(frame(rng.choice(funcs), rng.choice(modules), rng.randint(10, 2000)))
 
-    # call paths: allocator top, a few native frames, Python frames interleaved with interpreter
-    # frames, the program's bottom frames. 10 to 40 frames.
+    # call paths: allocator top, a few native frames, Python frames each under one to four
+    # interpreter frames, the program's bottom frames. As in real files (stacks='all'), 14 to 150
+    # frames, about 60 on average for allocations and 40 for frees.
     def path(for_free):
         head = list(free_top if for_free else top)
-        target = rng.randint(10, 40)
+        target = int(rng.triangular(14, 100, 30)) if for_free else int(rng.triangular(20, 150, 45))
         body = []
-        n_nat = rng.randint(1, 6)
+        n_nat = rng.randint(1, 8)
         body += rng.sample(native, n_nat)
         while len(head) + len(body) + 3 < target:
             body.append(rng.choice(python))
-            if rng.random() < 0.5:
+            for _ in range(rng.randint(1, 4)):
                 body.append(rng.choice(eval_frames))
         tail = bottom[-rng.randint(1, len(bottom)):]
         p = (head + body + tail)[:target]
@@ -328,7 +342,7 @@ class Workload:
         empty_cache path (-1). release(ctx) says a context is not used by any later entry.
         Returns the allocator at the end."""
         rng = random.Random(self.seed)
-        self.frames, self.alloc_paths, self.free_paths, self.empty_cache_path = make_frames(random.Random(self.seed ^ 0x5EED), 3000)
+        self.frames, self.alloc_paths, self.free_paths, self.empty_cache_path = make_frames(random.Random(self.seed ^ 0x5EED), FRAME_POOL)
         a = Allocator()
         n_paths = len(self.alloc_paths)
         # each call path allocates tensors of one to three typical shapes
@@ -481,6 +495,10 @@ class StreamPickler:
         self.memo = {}  # id -> memo index, for objects that may be referenced again
         self.keep = {}  # id -> object, so that ids stay unique while memoised
         self.count = 0  # memo entries so far (MEMOIZE opcodes written)
+        # list contents (tuple of item ids) -> the bytes of its batch when every item is memoised
+        # (frames lists: a run of memo gets); `bodied` holds the ids those bytes depend on
+        self.bodies = {}
+        self.bodied = set()
 
     def start(self):
         self.out.write(b'\x80\x04')
@@ -507,6 +525,24 @@ class StreamPickler:
     def forget(self, obj):
         self.memo.pop(id(obj), None)
         self.keep.pop(id(obj), None)
+        if id(obj) in self.bodied:  # its id may be reused by another object: drop what used it
+            self.bodies.clear()
+            self.bodied.clear()
+
+    def list_body(self, obj):
+        """The bytes of a list's single batch (MARK gets... APPENDS) when every item is already
+        memoised, else None. Cached by the items' ids: frames lists repeat the same stacks."""
+        ids = tuple(map(id, obj))
+        body = self.bodies.get(ids)
+        if body is None:
+            memo = self.memo
+            idx = [memo.get(i) for i in ids]
+            if None in idx:
+                return None
+            body = b'(' + b''.join(map(self.get, idx)) + b'e'
+            self.bodies[ids] = body
+            self.bodied.update(ids)
+        return body
 
     def get(self, idx):
         return (b'h' + bytes((idx,))) if idx < 256 else (b'j' + struct.pack('<I', idx))
@@ -554,6 +590,13 @@ class StreamPickler:
         elif t is list:
             buf += b']'
             self.memoize(obj, record)
+            if 1 < len(obj) <= 1000:
+                body = self.list_body(obj)
+                # written at once only where pickle would not end a frame inside it (it ends one
+                # before an item's save once 64 KiB are buffered)
+                if body is not None and len(buf) + len(body) < self.FRAME_TARGET:
+                    buf += body
+                    return
             self.batch(obj, False)
         elif t is tuple:
             assert 0 < len(obj) <= 3
@@ -676,7 +719,7 @@ class Generator:
         def emit(action, addr, size, t, ctx, path):
             frames = self.frames_list(ctx, path) if ctx >= 0 else []
             on_entry({'action': action, 'addr': addr, 'size': size, 'stream': 0, 'time_us': t,
-                      'compile_context': 'N/A', 'user_metadata': '', 'frames': frames})
+                      'compile_context': fresh('N/A'), 'user_metadata': '', 'frames': frames})
 
         def release(ctx):
             lst = self.lists.pop(ctx, None)
@@ -708,7 +751,12 @@ def write_snapshot(path, seed, entries):
         w.buf += b']'
         w.memoize(None, False)
         w.begin_streamed_list(entries)
-        gen.run_trace(w.streamed_item, w.forget, annotations)
+
+        def item(entry):
+            w.streamed_item(entry)
+            w.forget(entry['compile_context'])  # its own str, never referenced again
+
+        gen.run_trace(item, w.forget, annotations)
         w.end_streamed_list()
         w.buf += b'a'
         w.save('allocator_settings')
@@ -763,15 +811,37 @@ def verify_consistency(doc):
         assert any(s <= a < s + n for s, n in segs.items()), f'block 0x{a:x} outside every segment'
 
 
+def entries_for_size(out, seed, size_mb):
+    """Trace entries that make a file of about size_mb MB, from the mean bytes per entry of a
+    200,000-entry file (185 B; the first 100,000 entries weigh more, the rest stays within 1 %)."""
+    n = 200_000
+    tmp = out + '.calibrate'
+    try:
+        write_snapshot(tmp, seed, n)
+        size = os.path.getsize(tmp)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return max(1, round(size_mb * 1e6 * n / size))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('out')
-    ap.add_argument('--entries', type=int, default=1_000_000)
+    ap.add_argument('--entries', type=int, default=None, help='trace entries (default 1,000,000)')
+    ap.add_argument('--size-mb', type=float, help='instead of --entries: as many entries as make about this '
+                    'many MB (bytes per entry measured on a 200,000-entry file first)')
     ap.add_argument('--seed', type=int, default=20240601)
     ap.add_argument('--check', action='store_true',
                     help='also build the snapshot in memory, pickle it with pickle._Pickler and compare the bytes '
                          '(small --entries only), and load the file back with pickle')
     args = ap.parse_args()
+    if args.size_mb is not None:
+        if args.entries is not None:
+            ap.error('give --entries or --size-mb, not both')
+        args.entries = entries_for_size(args.out, args.seed, args.size_mb)
+    elif args.entries is None:
+        args.entries = 1_000_000
     if args.entries < 1:
         ap.error('--entries must be at least 1')
     t0 = time.perf_counter()

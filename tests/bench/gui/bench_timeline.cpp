@@ -3,15 +3,24 @@
 // 1. Redraw: a TimelineView (offscreen, 1600x600) on a synthetic trace of N entries (default
 //    1,000,000) built in memory, or on FILE's device 0; at the full range, 1/10, 1/100 and
 //    1/10000 of it, R redraws each while panning a little (so nothing is cached): binning
-//    (TimelineLayout::compute) and binning + replot, mean and max. Goal: < 16 ms.
-// 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline (LoadedSnapshot::load,
-//    the document, the view, the first replot). Goal: within 3x.
+//    (TimelineLayout::compute) and binning + replot, mean and max. Goal: < 16 ms. Also the time
+//    to choose the banded allocations for that range (AllocationLifetimes::mostVisible), which
+//    the view does once the range rests, not at each redraw.
+// 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline: LoadedSnapshot::load,
+//    the document, a TimelineView and its first replot; and the whole window (MainWindow::openFiles
+//    until the timeline dock's first replot after the document arrived: every view given the
+//    document). Goal (issue 13): within 1.5x of reading.
 #include "memlens/model/SnapshotReader.h"
 #include "core/LoadedSnapshot.h"
 #include "timeline/QCustomPlotInclude.h"
 #include "document/SnapshotDocument.h"
 #include "core/TimelineLayout.h"
 #include "timeline/TimelineView.h"
+#include "MainWindow.h"
+
+#include <QDockWidget>
+#include <QEventLoop>
+#include <QTimer>
 
 #include <QApplication>
 #include <QFileInfo>
@@ -157,11 +166,12 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
     QApplication::processEvents();
     view.redraw();
     const int64_t n = doc.entryCount();
-    std::printf("\ntimeline redraw: %lld entries, %lld allocations (%d drawn as bands), plot %d px wide, %d redraws each\n",
+    std::printf("\ntimeline redraw: %lld entries, %lld allocations (at most %d drawn as bands, together at most 100 "
+                "plot widths), plot %d px wide, %d redraws each\n",
                 static_cast<long long>(n), static_cast<long long>(doc.lifetimes().size()),
                 std::min<int>(largest, static_cast<int>(doc.lifetimes().size())), view.layout().width(), repeat);
-    std::printf("%-16s %14s %14s %14s %13s  %s\n", "zoom", "entries shown", "binning mean", "redraw mean", "redraw max",
-                "goal < 16 ms");
+    std::printf("%-16s %14s %14s %14s %13s  %-12s %s\n", "zoom", "entries shown", "binning mean", "redraw mean", "redraw max",
+                "goal < 16 ms", "choosing the bands (once the range rests): time, bands");
     const Row rows[] = {{"full", 1.0}, {"1/10", 0.1}, {"1/100", 0.01}, {"1/10000", 0.0001}};
     bool ok = true;
     for (bool time : {false, true}) {
@@ -173,7 +183,15 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
             if (time && r.fraction != 1.0) continue;
             const double span = (hi - lo) * r.fraction;
             const views::SeriesPyramid livePyramid(doc.timeline().liveBytes), reservedPyramid(doc.timeline().reservedBytes);
-            const std::vector<uint32_t> chosen = doc.lifetimes().largest(static_cast<size_t>(largest));
+            // the bands the view chooses once the range rests (the middle of the panned ranges)
+            const views::EntryAxis axis =
+                time ? views::EntryAxis::byTime(doc.deviceData().trace.timeUs) : views::EntryAxis::byIndex(n);
+            const double mid0 = lo + (hi - lo - span) / 2;
+            const auto tc = Clock::now();
+            const std::vector<uint32_t> chosen =
+                doc.lifetimes().mostVisible(static_cast<size_t>(largest), axis, mid0, mid0 + span, 100.0);
+            const double chooseMs = msSince(tc);
+            view.chooseBands();  // the view's own choice for its range, before the redraws
             Stats binning, total;
             for (int i = 0; i < repeat; ++i) {
                 // pan a little each time, so that every redraw bins a new range
@@ -182,8 +200,7 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
                 view.setXRange(x0, x0 + span);
                 const auto t0 = Clock::now();
                 const auto layout = views::TimelineLayout::compute(
-                    time ? views::EntryAxis::byTime(doc.deviceData().trace.timeUs) : views::EntryAxis::byIndex(n),
-                    doc.timeline(), doc.lifetimes(), chosen, x0, x0 + span,
+                    axis, doc.timeline(), doc.lifetimes(), chosen, x0, x0 + span,
                     view.layout().width(), &livePyramid, &reservedPyramid);
                 binning.add(msSince(t0), repeat);
                 const auto t1 = Clock::now();
@@ -195,9 +212,10 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
             if (!cols.empty()) shown = std::max<int64_t>(0, cols.back().last) - std::max<int64_t>(0, cols.front().first) + 1;
             const bool pass = total.max < 16.0;
             ok = ok && pass;
-            std::printf("%-16s %14lld %11.2f ms %11.2f ms %10.2f ms  %s\n",
+            std::printf("%-16s %14lld %11.2f ms %11.2f ms %10.2f ms  %-12s %.2f ms, %zu\n",
                         (std::string(r.name) + (time ? " (time axis)" : "")).c_str(), static_cast<long long>(shown),
-                        binning.mean, total.mean, total.max, pass ? "ok" : (total.mean < 16.0 ? "mean ok, max over" : "MISSED"));
+                        binning.mean, total.mean, total.max, pass ? "ok" : (total.mean < 16.0 ? "mean ok, max over" : "MISSED"),
+                        chooseMs, chosen.size());
         }
     }
     return ok || !enforce;
@@ -226,15 +244,77 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
         openBest = std::min(openBest, msSince(t0));
         loadBest = std::min(loadBest, loadMs);
     }
-    const double ratio = openBest / readBest;
+    // The whole window: from openFiles to the timeline dock's first replot with the document.
+    double windowBest = 1e300, windowDocMs = 0;
+    for (int i = 0; i < repeat; ++i) {
+        gui::MainWindow w(false);
+        w.resize(1600, 1000);
+        w.show();
+        QCoreApplication::processEvents();
+        auto* timeline = qobject_cast<views::TimelineView*>(w.dock(QStringLiteral("timeline"))->widget());
+        if (!timeline) throw std::runtime_error("the window has no timeline dock");
+        QEventLoop loop;
+        bool opened = false, failed = false;
+        Clock::time_point openedAt{};
+        QObject::connect(&w, &gui::MainWindow::documentOpened, &loop, [&] {
+            opened = true;
+            openedAt = Clock::now();
+        });
+        QObject::connect(&w, &gui::MainWindow::openFailed, &loop, [&] {
+            failed = true;
+            loop.quit();
+        });
+        QObject::connect(timeline->plot(), &QCustomPlot::afterReplot, &loop, [&] {
+            if (opened) loop.quit();
+        });
+        QTimer guard;  // a bench must end: 10 minutes at most
+        guard.setSingleShot(true);
+        QObject::connect(&guard, &QTimer::timeout, &loop, [&] {
+            failed = true;
+            loop.quit();
+        });
+        guard.start(600'000);
+        const auto t0 = Clock::now();
+        w.openFiles({QString::fromStdString(path)});
+        loop.exec();
+        if (failed) throw std::runtime_error("the window did not open " + path);
+        const double ms = msSince(t0);
+        if (ms < windowBest) {
+            windowBest = ms;
+            windowDocMs = std::chrono::duration<double, std::milli>(openedAt - t0).count();
+        }
+    }
+    // The parts of the rewinding, one at a time on one thread (LoadedSnapshot runs them side by side).
+    double tlBest = 1e300, histBest = 1e300, lifeBest = 1e300;
+    {
+        const model::Snapshot s = model::readSnapshotFile(path);
+        for (int i = 0; i < repeat && !s.devices.empty(); ++i) {
+            const model::DeviceData& d = s.devices.front();
+            auto t0 = Clock::now();
+            const model::DeviceTimeline tl = model::computeTimeline(d);
+            tlBest = std::min(tlBest, msSince(t0));
+            t0 = Clock::now();
+            const model::StateHistory h(s, d.device);
+            histBest = std::min(histBest, msSince(t0));
+            t0 = Clock::now();
+            const views::AllocationLifetimes l = views::AllocationLifetimes::compute(d);
+            lifeBest = std::min(lifeBest, msSince(t0));
+        }
+    }
+    const double ratio = openBest / readBest, windowRatio = windowBest / readBest;
     std::printf("\nopen to a drawn timeline: %s (%.1f MB, %zu entries on device 0), best of %d\n",
                 QFileInfo(QString::fromStdString(path)).fileName().toUtf8().constData(),
                 static_cast<double>(QFileInfo(QString::fromStdString(path)).size()) / 1e6, entries, repeat);
     std::printf("  readSnapshotFile alone                   %10.1f ms\n", readBest);
     std::printf("  LoadedSnapshot::load (read + rewinding)  %10.1f ms\n", loadBest);
-    std::printf("  open to a drawn timeline                 %10.1f ms   %.2fx reading; goal <= 3x: %s\n", openBest, ratio,
-                ratio <= 3.0 ? "ok" : "MISSED");
-    return ratio <= 3.0 || !enforce;
+    std::printf("    of which, alone on one thread: timeline %.1f ms, state history %.1f ms, lifetimes %.1f ms\n",
+                tlBest, histBest, lifeBest);
+    std::printf("  open to a drawn timeline                 %10.1f ms   %.2fx reading; goal <= 1.5x: %s\n", openBest, ratio,
+                ratio <= 1.5 ? "ok" : "MISSED");
+    std::printf("  the window, to its drawn timeline        %10.1f ms   %.2fx reading; goal <= 1.5x: %s\n", windowBest,
+                windowRatio, windowRatio <= 1.5 ? "ok" : "MISSED");
+    std::printf("    of which to the document's arrival (loaded, every view given it) %.1f ms\n", windowDocMs);
+    return (ratio <= 1.5 && windowRatio <= 1.5) || !enforce;
 }
 
 } // namespace
