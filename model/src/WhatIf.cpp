@@ -78,7 +78,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // (capacity = reserved then + device_free); a malloc whose cudaMalloc failed and succeeded after
     // the cache was flushed says the capacity is below reserved-before-the-flush + the segment.
     SimulatorSettings settings = settingsIn;
-    Workload w = buildWorkload(snapshot, device, settings);
+    Workload w = buildWorkload(snapshot, device, settings, &history);
     if (settings.capacity) {
         res.capacitySource = "given";
     } else {

@@ -1,6 +1,9 @@
 #include "memlens/model/Workload.h"
 
+#include "memlens/model/AddressMap.h"
 #include "memlens/model/AllocatorState.h"
+
+#include <optional>
 
 #include <algorithm>
 #include <set>
@@ -19,7 +22,8 @@ AddressSpace Workload::addressSpace() const {
     return a;
 }
 
-Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings) {
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
+                       const StateHistory* given) {
     Workload w;
     w.device = device;
     const DeviceData* dd = snapshot.device(device);
@@ -27,12 +31,13 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     const TraceColumns& t = dd->trace;
     const auto n = static_cast<int64_t>(t.rows());
     w.traceEntries = n;
-    std::unordered_map<uint64_t, uint32_t> open;  // address -> live allocation id
+    AddressMap<uint32_t> open;  // address -> live allocation id
 
     // the state before the first entry
     {
-        StateHistory history(snapshot, device);
-        DeviceState st = history.stateAfter(-1);
+        std::optional<StateHistory> own;
+        if (!given) own.emplace(snapshot, device);
+        const DeviceState st = (given ? *given : *own).stateAfter(-1);
         for (const StateSegment& s : st.segments) {
             InitialSegment seg;
             seg.address = s.address;
@@ -83,6 +88,19 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     int64_t nextFirst = 0;
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
     uint32_t pendingReleases = 0;
+    // at most one op per entry (mallocs, frees, flushes) and one allocation per alloc: reserved at
+    // once, so that growing them never copies hundreds of MB (pages never written are never used)
+    {
+        size_t allocs = 0, ops = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const Action a = t.action[i];
+            allocs += a == Action::Alloc || a == Action::Oom;
+            ops += a == Action::Alloc || a == Action::Oom || a == Action::FreeCompleted || a == Action::Free ||
+                   isRelease(i);
+        }
+        w.ops.reserve(ops + 1);
+        w.allocations.reserve(w.allocations.size() + allocs);
+    }
     auto push = [&](WorkloadOp op) {
         op.firstEntry = nextFirst;
         nextFirst = op.position + 1;
@@ -115,18 +133,18 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
         }
         case Action::FreeCompleted:
         case Action::Free: {
-            auto it = open.find(t.addr[i]);
-            if (it == open.end()) {
+            const uint32_t* at = open.find(t.addr[i]);
+            if (!at) {
                 ++w.unmatchedFrees;
                 break;
             }
             WorkloadOp op;
             op.kind = WorkloadOp::Kind::Free;
-            op.id = it->second;
+            op.id = *at;
             op.stream = t.stream[i];
             op.position = i;
-            w.allocations[it->second].freeEntry = i;
-            open.erase(it);
+            w.allocations[*at].freeEntry = i;
+            open.erase(t.addr[i]);
             push(op);
             break;
         }

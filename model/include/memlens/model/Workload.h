@@ -14,6 +14,8 @@
 
 namespace memlens::model {
 
+class StateHistory;
+
 struct WorkloadOp {
     enum class Kind : uint8_t { Malloc, Free, EmptyCache };
     Kind kind = Kind::Malloc;
@@ -70,6 +72,9 @@ struct Workload {
 };
 
 // settings: used to rebuild the size of blocks freed during the trace but allocated before it.
-Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings);
+// history: the device's state history when the caller has one (the state before the first entry
+// comes from it); without, one is built and dropped.
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
+                       const StateHistory* history = nullptr);
 
 } // namespace memlens::model
