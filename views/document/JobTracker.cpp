@@ -200,26 +200,29 @@ void JobTracker::releaseOffGuiThread(std::shared_ptr<State> s, std::shared_ptr<v
     });
 }
 
-QThreadPool* JobTracker::backgroundPool() {
-    static QPointer<QThreadPool> p;
+namespace {
+
+// A pool that is the application's child: its destructor waits for the jobs still running (their
+// trackers, gone with the windows, have cancelled them).
+QThreadPool* applicationPool(QPointer<QThreadPool>& p, const char* name) {
     if (!p) {
         p = new QThreadPool(QCoreApplication::instance());
-        p->setObjectName(QStringLiteral("memlens analyses"));
+        p->setObjectName(QString::fromLatin1(name));
         p->setMaxThreadCount(std::max(4, QThread::idealThreadCount()));
     }
     return p;
 }
 
-QThreadPool* JobTracker::pool() {
-    // the application's child: its destructor waits for the jobs still running (their trackers,
-    // gone with the windows, have cancelled them)
+} // namespace
+
+QThreadPool* JobTracker::backgroundPool() {
     static QPointer<QThreadPool> p;
-    if (!p) {
-        p = new QThreadPool(QCoreApplication::instance());
-        p->setObjectName(QStringLiteral("memlens jobs"));
-        p->setMaxThreadCount(std::max(4, QThread::idealThreadCount()));
-    }
-    return p;
+    return applicationPool(p, "memlens analyses");
+}
+
+QThreadPool* JobTracker::pool() {
+    static QPointer<QThreadPool> p;
+    return applicationPool(p, "memlens jobs");
 }
 
 bool JobTracker::waitForIdle(int timeoutMs) const {

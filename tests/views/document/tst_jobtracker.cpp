@@ -8,7 +8,14 @@
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SessionData.h"
 
+#include <QThreadPool>
 #include <QtTest>
+
+#ifdef __linux__
+#include <cerrno>
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <memory>
@@ -98,6 +105,34 @@ private slots:
         QCOMPARE(o.value, 42);
         QCOMPARE(o.lastGeneration, g);
         QCOMPARE(o.failed + o.cancelled, 0);
+    }
+
+    void backgroundJobsRunOnTheirOwnPoolAtALowerPriority() {
+#ifdef __linux__
+        // the nice value of the calling thread, as the kernel has it
+        auto niceOfThisThread = [] {
+            errno = 0;
+            return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+        };
+        const int base = niceOfThisThread();
+        QObject context;
+        JobTracker normal(&context), background(&context, JobPriority::Background);
+        auto probe = [&](const JobControl&) { return niceOfThisThread(); };
+        int normalNice = -100, backgroundNice = -100;
+        JobHandlers<int> hn, hb;
+        hn.done = [&](quint64, int v) { normalNice = v; };
+        hb.done = [&](quint64, int v) { backgroundNice = v; };
+        normal.start<int>(probe, hn);
+        background.start<int>(probe, hb);
+        QVERIFY(normal.waitForIdle());
+        QVERIFY(background.waitForIdle());
+        QCOMPARE(normalNice, base);
+        QCOMPARE(backgroundNice, std::min(base + 10, 19));
+        QVERIFY(JobTracker::backgroundPool() != JobTracker::pool());
+        QCOMPARE(JobTracker::backgroundPool()->objectName(), QStringLiteral("memlens analyses"));
+#else
+        QSKIP("thread priorities are set on Linux only");
+#endif
     }
 
     void aNewerGenerationDropsTheStaleResult() {
