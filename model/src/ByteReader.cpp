@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -39,6 +40,9 @@ public:
     // A compressed file of `size` bytes: the chunks are its decompressed stream.
     ReadAhead(int fd, uint64_t size, std::unique_ptr<Decompressor> d, const char* format)
         : fd_(fd), size_(size), decompressor_(std::move(d)), format_(format), thread_([this] { loopCompressed(); }) {}
+    // A stream made by a producer on this thread.
+    explicit ReadAhead(std::function<void(const Sink&)> produce)
+        : fd_(-1), size_(0), producer_(std::move(produce)), thread_([this] { loopProduced(); }) {}
     ~ReadAhead() {
         {
             std::lock_guard lock(m_);
@@ -46,13 +50,14 @@ public:
         }
         cv_.notify_all();
         thread_.join();
-        ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);
     }
 
     // The next chunk in file order, once read; len 0 when the file ended before its size.
     Chunk next() {
         std::unique_lock lock(m_);
         cv_.wait(lock, [&] { return ready_.data || done_; });
+        if (!ready_.data && failure_) std::rethrow_exception(failure_);
         if (!ready_.data && !error_.empty()) throw ParseError(errorOffset_, error_);
         Chunk c = std::move(ready_);
         ready_ = {};
@@ -145,6 +150,41 @@ private:
         }
     }
 
+    // The producer's pieces go into the chunk buffers; a full chunk is handed over at once.
+    void loopProduced() {
+        Buffer buf;
+        size_t have = 0;
+        const Sink sink = [&](const uint8_t* p, size_t n) {
+            while (n > 0) {
+                if (!buf) {
+                    buf = takeBuffer();
+                    have = 0;
+                    if (!buf) return false;  // stopped
+                }
+                const size_t k = std::min(n, kChunk - have);
+                std::memcpy(buf.get() + kHead + have, p, k);
+                have += k;
+                p += k;
+                n -= k;
+                if (have == kChunk) publish(std::move(buf), have, false, {}, 0);
+            }
+            return true;
+        };
+        try {
+            producer_(sink);
+        } catch (...) {
+            {
+                std::lock_guard lock(m_);
+                failure_ = std::current_exception();
+                done_ = true;
+            }
+            cv_.notify_all();
+            return;
+        }
+        const size_t len = buf ? have : 0;
+        publish(std::move(buf), len, true, {}, 0);
+    }
+
     void loop() {
         for (uint64_t offset = 0; offset < size_;) {
             Buffer buf;
@@ -194,6 +234,8 @@ private:
     int fd_;
     uint64_t size_;
     std::unique_ptr<Decompressor> decompressor_;  // compressed files only
+    std::function<void(const Sink&)> producer_;  // produced streams only
+    std::exception_ptr failure_;                 // what the producer threw
     const char* format_ = "";
     std::atomic<uint64_t> consumed_{0};
     std::mutex m_;
@@ -240,8 +282,15 @@ uint64_t ByteReader::progressPosition() const {
 
 uint64_t ByteReader::sizeHint() const {
     // the decompressed size is known only at the end: snapshots compress about 5 to 10 times;
-    // guess low (what it sizes only grows when the guess is short)
+    // guess low (what it sizes only grows when the guess is short). A produced stream (pickle
+    // from JSON) is smaller than its source: JSON writes every shared frame out again.
+    if (produced_) return compressedSize_ / 4;
     return compressed() ? compressedSize_ * 4 : size_;
+}
+
+ByteReader::ByteReader(std::function<void(const Sink&)> produce, uint64_t sourceBytes, const char* kind)
+    : size_(kUnknownSize), compressedSize_(sourceBytes), format_(kind), produced_(true) {
+    ahead_ = std::make_unique<ReadAhead>(std::move(produce));
 }
 
 ByteReader::ByteReader(std::span<const uint8_t> memory) : size_(memory.size()) {

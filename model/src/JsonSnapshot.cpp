@@ -27,32 +27,32 @@ public:
     bool null() {
         item();
         e.none();
-        return true;
+        return more();
     }
     bool boolean(bool v) {
         item();
         e.boolean(v);
-        return true;
+        return more();
     }
     bool number_integer(number_integer_t v) {
         item();
         e.integer(v);
-        return true;
+        return more();
     }
     bool number_unsigned(number_unsigned_t v) {
         item();
         e.unsignedInteger(v);
-        return true;
+        return more();
     }
     bool number_float(number_float_t v, const string_t&) {
         item();
         e.real(v);
-        return true;
+        return more();
     }
     bool string(string_t& s) {
         item();
         e.str(s, s.size() <= 64);
-        return true;
+        return more();
     }
     bool binary(binary_t&) {
         error = "binary values are not JSON a snapshot has";
@@ -72,7 +72,7 @@ public:
     bool end_object() {
         if (open_.back()) e.setItems();
         open_.pop_back();
-        return true;
+        return more();
     }
     bool start_array(std::size_t) {
         item();
@@ -83,7 +83,7 @@ public:
     bool end_array() {
         if (open_.back()) e.appends();
         open_.pop_back();
-        return true;
+        return more();
     }
     bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
         error = ex.what();
@@ -94,8 +94,18 @@ public:
     PickleEmitter e;
     std::string error;
     std::size_t errorAt = 0;
+    const ByteReader::Sink* sink = nullptr;
+    bool stopped = false;  // the sink refused: the reader is gone
 
 private:
+    // Hands the pickle written so far to the sink once it holds about 1 MiB; false (which ends
+    // the parse) when the sink refuses it.
+    bool more() {
+        if (e.pending() < (1u << 20)) return true;
+        if (e.flush(*sink)) return true;
+        stopped = true;
+        return false;
+    }
     // An item of the innermost container begins: its MARK goes before the first one only, so that
     // an empty container is EMPTY_LIST / EMPTY_DICT alone, as Python writes it.
     void item() {
@@ -153,16 +163,19 @@ private:
 
 } // namespace
 
-std::string jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options) {
+void jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options, const ByteReader::Sink& sink) {
     PickleSax sax;
+    sax.sink = &sink;
     const bool ok = nlohmann::json::sax_parse(ReaderIterator(&in, &options), ReaderIterator(), &sax);
+    if (sax.stopped) return;
     if (!ok || !sax.error.empty()) {
         std::string what = sax.error.empty() ? std::string("not valid JSON") : sax.error;
         if (auto p = what.find("] "); what.rfind("[json.exception", 0) == 0 && p != std::string::npos)
             what = what.substr(p + 2);  // without nlohmann's exception id
         throw ParseError(sax.errorAt ? sax.errorAt - 1 : ParseError::kNoOffset, "JSON snapshot: " + what);
     }
-    return sax.e.finish();
+    const std::string tail = sax.e.finish();
+    if (!tail.empty()) sink(reinterpret_cast<const uint8_t*>(tail.data()), tail.size());
 }
 
 } // namespace memlens::model

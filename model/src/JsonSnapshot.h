@@ -5,13 +5,13 @@
 #include "memlens/model/ByteReader.h"
 #include "memlens/model/SnapshotReader.h"
 
-#include <string>
 
 namespace memlens::model {
 
-// The pickle bytes of the JSON document in `in` (the rest of the file). Throws ParseError with
-// the JSON parser's one-line message and byte.
+// The pickle bytes of the JSON document in `in` (the rest of the file), handed to sink in pieces
+// of about 1 MiB as the JSON is parsed (never the whole pickle at once); stops early when the
+// sink returns false. Throws ParseError with the JSON parser's one-line message and byte.
 // Reports progress and notices a cancel (model::Cancelled) as the reader does.
-std::string jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options);
+void jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options, const ByteReader::Sink& sink);
 
 } // namespace memlens::model

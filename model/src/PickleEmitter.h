@@ -3,6 +3,7 @@
 // does, opcode by opcode (PROTO 2..4 header, EMPTY_DICT / MARK / SETITEMS, EMPTY_LIST / APPENDS,
 // BINUNICODE, BININT*, LONG1, NEWTRUE / NEWFALSE, BINFLOAT, TUPLE2, BINPUT / BINGET). Python's
 // pickle and PyTorch's memory_viz read it.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,15 @@ public:
     uint32_t put();
     void get(uint32_t id);
     std::string finish();  // STOP; the bytes
+    // The bytes written so far, handed to f(data, size) and dropped (a stream written in pieces);
+    // what f returns. The memo stays: later gets may name what was handed over.
+    template <typename F>
+    bool flush(F&& f) {
+        const bool ok = out_.empty() || f(reinterpret_cast<const uint8_t*>(out_.data()), out_.size());
+        out_.clear();
+        return ok;
+    }
+    size_t pending() const { return out_.size(); }
 
 private:
     std::string out_;

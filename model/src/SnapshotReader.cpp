@@ -47,12 +47,17 @@ bool isJson(ByteReader& in) {
 
 Snapshot readFrom(ByteReader& in, const LoadOptions& options);
 
+// The JSON is turned into pickle bytes on the read-ahead thread of a second reader while this
+// thread parses them: memory holds a few MiB of the converted pickle at a time, not all of it.
 Snapshot readJson(ByteReader& in, const LoadOptions& options) {
-    const std::string pickle = jsonSnapshotToPickle(in, options);
-    ByteReader converted(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size()));
-    LoadOptions rest = options;
-    rest.progress = nullptr;  // the JSON's own reading was the progress; the rest is quick
-    Snapshot snap = readFrom(converted, rest);
+    Snapshot snap;
+    {
+        ByteReader converted([&in, &options](const ByteReader::Sink& sink) { jsonSnapshotToPickle(in, options, sink); },
+                             in.sizeKnown() ? in.size() : in.sizeHint(), "JSON");
+        LoadOptions rest = options;
+        rest.progress = nullptr;  // the JSON's reading reports the progress (on the producer's thread)
+        snap = readFrom(converted, rest);
+    }  // the producer has ended (or was stopped) here: `in` is ours again
     snap.fileBytes = in.offset();
     snap.pickleProtocol = 0;  // not a pickle
     return snap;

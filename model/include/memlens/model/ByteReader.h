@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,6 +19,14 @@ public:
     explicit ByteReader(const std::string& path);
     // Reads bytes the caller keeps alive.
     explicit ByteReader(std::span<const uint8_t> memory);
+    // Reads a stream that PRODUCE makes on the read-ahead thread (memory_viz's JSON turned into
+    // pickle bytes as it is parsed): it hands the bytes to the sink in pieces, and stops when the
+    // sink returns false (the reader is being destroyed). What it throws (ParseError, Cancelled)
+    // is thrown to the reader's caller where the stream ends. Like a compressed file, its size
+    // is known only at its end; sourceBytes (the size of what it is made from) bounds it
+    // (remaining()) and kind names it in messages ("JSON").
+    using Sink = std::function<bool(const uint8_t*, size_t)>;
+    ByteReader(std::function<void(const Sink&)> produce, uint64_t sourceBytes, const char* kind);
     ~ByteReader();
     ByteReader(const ByteReader&) = delete;
     ByteReader& operator=(const ByteReader&) = delete;
@@ -81,6 +90,7 @@ private:
     static constexpr uint64_t kNotCompressed = ~uint64_t(0);
     uint64_t compressedSize_ = kNotCompressed;  // the file's size on disk, when compressed
     const char* format_ = nullptr;
+    bool produced_ = false;  // made by a producer (the JSON reader), not read from a file
     uint64_t base_ = 0;  // file offset of begin_
     std::unique_ptr<uint8_t[]> chunk_;  // holds begin_..end_, or else joined_ does
     std::vector<uint8_t> joined_;
