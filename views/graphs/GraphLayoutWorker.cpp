@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <utility>
 #include <locale.h>
 #include <mutex>
 #include <set>
@@ -169,6 +170,8 @@ struct GraphLayoutWorker::Impl {
     bool stop = false;
     bool running = false;
     int delivering = 0;  // results posted to the GUI thread and not yet delivered or dropped, under mu
+    // finished layouts waiting for the GUI thread, oldest first, under mu
+    std::deque<std::pair<std::shared_ptr<Job>, std::shared_ptr<const GraphLayoutResult>>> outbox;
     Thread thread{this};
 
     void loop() {
@@ -204,21 +207,31 @@ struct GraphLayoutWorker::Impl {
                 running = false;
                 ++delivering;
                 threads.insert(QThread::currentThreadId());
+                outbox.emplace_back(std::move(job), std::move(result));
             }
             q->m_layouts.fetch_add(1);
-            QMetaObject::invokeMethod(
-                q, [this, job = std::move(job), result = std::move(result)]() mutable { deliver(std::move(job), std::move(result)); },
-                Qt::QueuedConnection);
+            // The posted function holds nothing: the job and its result wait in the outbox (under
+            // mu), so they are handed over, used and freed on the GUI thread only. Qt may destroy
+            // the function object on this thread after the GUI thread ran it, with a reference
+            // count ThreadSanitizer cannot see; a capture there raced with the GUI thread's move.
+            QMetaObject::invokeMethod(q, [this] { deliverNext(); }, Qt::QueuedConnection);
         }
         if (gvc) gvFreeContext(gvc);
         uselocale(LC_GLOBAL_LOCALE);
         if (c) freelocale(c);
     }
 
-    void deliver(std::shared_ptr<Job> job, std::shared_ptr<const GraphLayoutResult> result) {
+    // GUI thread: the oldest layout the thread finished (one per posted call, in order).
+    void deliverNext() {
+        std::shared_ptr<Job> job;
+        std::shared_ptr<const GraphLayoutResult> result;
         bool current;
         {
             std::lock_guard<std::mutex> lock(mu);
+            if (outbox.empty()) return;
+            job = std::move(outbox.front().first);
+            result = std::move(outbox.front().second);
+            outbox.pop_front();
             --delivering;
             current = job->guard && latest.value(job->requester) == job->generation;
         }
