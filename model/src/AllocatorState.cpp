@@ -76,7 +76,7 @@ struct StateHistory::Impl {
     Working load(const Checkpoint& c) const;
     DeviceState materialize(const Working& w, int64_t at) const;
     DeviceState finalState(int64_t at) const;
-    std::unordered_map<uint64_t, int64_t> finalAllocIndex;  // alloc entry of blocks alive at the end
+    AddressMap<int64_t> finalAllocIndex;  // alloc entry of blocks alive at the end
 };
 
 void StateHistory::Impl::undo(Working& w, int64_t i) const {
@@ -317,14 +317,13 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
             else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
                 last.erase(t.addr[i]);
         }
-        d_->finalAllocIndex.reserve(last.size());
-        last.forEach([&](uint64_t a, int64_t i) { d_->finalAllocIndex.emplace(a, i); });
         for (auto& [a, l] : w.blocks) {
             if (const int64_t* at = last.find(a)) {
                 l.allocIndex = *at;
                 if (!l.stack) l.stack = t.stack[*at];
             }
         }
+        d_->finalAllocIndex = std::move(last);
     }
 
     // checkpoint spacing: about 64 MiB of checkpoints at most, 256..65536 entries apart
@@ -394,10 +393,9 @@ DeviceState StateHistory::Impl::finalState(int64_t at) const {
             } else {
                 b.kind = blk.state == BlockState::ActivePendingFree ? StateBlockKind::PendingFree
                                                                      : StateBlockKind::Allocated;
-                auto it = finalAllocIndex.find(blk.address);
-                if (it != finalAllocIndex.end()) {
-                    b.allocIndex = it->second;
-                    if (!b.stack) b.stack = data->trace.stack[it->second];
+                if (const int64_t* at = finalAllocIndex.find(blk.address)) {
+                    b.allocIndex = *at;
+                    if (!b.stack) b.stack = data->trace.stack[*at];
                 }
                 st.allocatedBytes += b.size;
                 st.requestedBytes += b.requestedSize;

@@ -5,7 +5,6 @@
 #include "memlens/model/ByteReader.h"
 #include "memlens/model/SnapshotReader.h"
 
-
 namespace memlens::model {
 
 // The pickle bytes of the JSON document in `in` (the rest of the file), handed to sink in pieces

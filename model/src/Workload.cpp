@@ -3,11 +3,9 @@
 #include "memlens/model/AddressMap.h"
 #include "memlens/model/AllocatorState.h"
 
-#include <optional>
-
 #include <algorithm>
+#include <optional>
 #include <set>
-#include <unordered_map>
 
 namespace memlens::model {
 

@@ -27,21 +27,18 @@ import sys
 import time
 from collections import Counter
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'tools'))
 from make_large_snapshot import StreamPickler, fresh  # noqa: E402
+import snapshot_oracle  # noqa: E402  (its loader refuses classes and persistent ids)
 
 GiB = 1 << 30
 
 
-class SafeUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f'class {module}.{name} refused: not a plain snapshot')
-
-
 class Repeater:
     def __init__(self, path):
-        with open(path, 'rb') as f:
-            self.doc = SafeUnpickler(f).load()
+        self.doc = snapshot_oracle.load(path)
         doc = self.doc
         if not isinstance(doc, dict) or not doc.get('device_traces'):
             raise SystemExit(f'{path}: no device_traces')

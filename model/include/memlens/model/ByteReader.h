@@ -45,7 +45,7 @@ public:
         return size_ - offset();
     }
     bool atEnd() const { return offset() >= size_; }
-    // "gzip", "zstd", "xz"; nullptr when the file is not compressed.
+    // "gzip", "zstd", "xz" ("JSON" for a produced stream); nullptr when the file is not compressed.
     const char* compression() const { return compressed() ? format_ : nullptr; }
     // Progress through the file on disk: position and total (compressed bytes for a compressed file).
     uint64_t progressPosition() const;
