@@ -8,9 +8,15 @@
 // machine-readable line:
 //   RESULT entries=... ops=... load_s=... workload_s=... replay_s=... entries_per_s=... replay_to_load=...
 //          replay_cpu_s=... entries_per_cpu_s=... load_cpu_s=... exact=0|1 at_recorded=... allocations=...
+//          simulate_to_load=... whatif_s=... whatif_to_load=...
+// simulate_to_load: (replay input + replay) / load, what `memlens-cli replay` adds to the load;
+// whatif_s: `memlens-cli whatif FILE --set expandable_segments=<the other value>`'s work
+// (model::whatIf: the recording's figures, its state history, the workload and the simulation),
+// best of N. The goal (issue 13): both at most 2x the load.
 // (CPU times too: on a machine shared with other work the wall clock says little.)
 #include "memlens/model/ParseError.h"
 #include "memlens/model/Replay.h"
+#include "memlens/model/WhatIf.h"
 #include "memlens/model/SnapshotReader.h"
 #include "memlens/model/Workload.h"
 
@@ -103,9 +109,24 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(f.atRecordedAddress), static_cast<unsigned long long>(f.allocations),
                 f.exact() ? "the replay reproduces the recording"
                           : ("first difference at entry " + std::to_string(f.first.entry)).c_str());
+    // what-if with the other expandable_segments value, as `memlens-cli whatif --set` runs it
+    SimulatorSettings other = settings;
+    other.set("expandable_segments", settings.expandableSegments ? "False" : "True");
+    double whatIfS = 1e30;
+    for (int k = 0; k < repeat; ++k) {
+        auto q0 = Clock::now();
+        const WhatIfResult wr = whatIf(snap, device, other, WorkloadEdits{});
+        whatIfS = std::min(whatIfS, secs(Clock::now() - q0));
+    }
+    const double simulateToLoad = (workloadS + best) / loadS;
+    std::printf("simulator pace: replay input + replay %.3f x the load; what-if (expandable_segments=%s) best %.3f s, "
+                "%.3f x the load; goal <= 2x\n",
+                simulateToLoad, other.expandableSegments ? "True" : "False", whatIfS, whatIfS / loadS);
     std::printf("RESULT entries=%zu ops=%zu load_s=%.6f workload_s=%.6f replay_s=%.6f entries_per_s=%.0f "
-                "replay_to_load=%.4f replay_cpu_s=%.6f entries_per_cpu_s=%.0f load_cpu_s=%.6f exact=%d at_recorded=%llu allocations=%llu\n",
+                "replay_to_load=%.4f replay_cpu_s=%.6f entries_per_cpu_s=%.0f load_cpu_s=%.6f exact=%d at_recorded=%llu allocations=%llu "
+                "simulate_to_load=%.4f whatif_s=%.6f whatif_to_load=%.4f\n",
                 dd->trace.rows(), w.ops.size(), loadS, workloadS, best, perS, best / loadS, bestCpu, perCpuS, loadCpuS, f.exact() ? 1 : 0,
-                static_cast<unsigned long long>(f.atRecordedAddress), static_cast<unsigned long long>(f.allocations));
+                static_cast<unsigned long long>(f.atRecordedAddress), static_cast<unsigned long long>(f.allocations),
+                simulateToLoad, whatIfS, whatIfS / loadS);
     return 0;
 }
