@@ -551,6 +551,7 @@ void MainWindow::showDocument(int) {
             updateSession();
         });
         connect(doc, &views::SnapshotDocument::currentEventChanged, this, &MainWindow::updateStatus);
+        connect(doc, &views::SnapshotDocument::historiesReady, this, &MainWindow::updateStatus);
         connect(doc, &views::SnapshotDocument::selectionChanged, this, &MainWindow::updateExportAction);
     }
     updateExportAction();
@@ -797,7 +798,9 @@ void MainWindow::updateStatus() {
                                     QString::fromLatin1(model::actionName(trace.action[static_cast<size_t>(i)])),
                                     views::formatBytes(static_cast<double>(trace.size[static_cast<size_t>(i)])),
                                     views::formatBytes(static_cast<double>(tl.liveBytes[static_cast<size_t>(i)])),
-                                    views::formatBytes(static_cast<double>(tl.reservedBytes[static_cast<size_t>(i)]))));
+                                    views::formatBytes(static_cast<double>(tl.reservedBytes[static_cast<size_t>(i)])))
+                           // the histories come after the first picture: entries can be picked once they are built
+                           + (doc->isRewinding() ? tr(" · rewinding the allocator state\u2026") : QString()));
 }
 
 void MainWindow::attachDialog() {

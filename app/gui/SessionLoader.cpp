@@ -47,7 +47,7 @@ SessionLoadResult loadSession(const std::string& path, int64_t snapshotId, int64
     if (options.cancel && options.cancel->load()) throw model::Cancelled();
     // the graph scans, here rather than on the GUI thread (only those previousScans lacks)
     out.scans = views::graphScansOf(out.file->graphScans(), {}, out.file->iterations(), previousScans, options.cancel);
-    auto loaded = views::LoadedSnapshot::fromSnapshot(std::move(snapshot), path, options);
+    auto loaded = views::LoadedSnapshot::fromSnapshot(std::move(snapshot), path, options, views::StateHistories::Later);
     loaded->loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.loaded = std::move(loaded);
     if (iteration > 0) out.iteration = iteration;

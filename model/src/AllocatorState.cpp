@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <map>
-#include <unordered_map>
 
 namespace memlens::model {
 
@@ -58,7 +57,8 @@ struct Checkpoint {
 
 struct Working {
     std::map<uint64_t, Seg> segments;
-    std::unordered_map<uint64_t, Live> blocks;
+    // open addressing: saving a checkpoint walks one flat array instead of a node per block
+    AddressMap<Live> blocks;
 };
 
 } // namespace
@@ -86,8 +86,7 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
     switch (t.action[i]) {
     case Action::Alloc: w.blocks.erase(addr); break;
     case Action::FreeRequested: {
-        auto it = w.blocks.find(addr);
-        if (it != w.blocks.end()) it->second.pending = false;
+        if (Live* b = w.blocks.find(addr)) b->pending = false;
         break;
     }
     case Action::FreeCompleted:
@@ -178,7 +177,7 @@ Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
     c.segments.reserve(w.segments.size());
     for (const auto& [a, s] : w.segments) c.segments.push_back({a, s});
     c.blocks.reserve(w.blocks.size());
-    for (const auto& [a, b] : w.blocks) c.blocks.push_back({a, b});
+    w.blocks.forEach([&c](uint64_t a, const Live& b) { c.blocks.push_back({a, b}); });
     c.segments.shrink_to_fit();
     c.blocks.shrink_to_fit();
     return c;
@@ -187,8 +186,8 @@ Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
 Working StateHistory::Impl::load(const Checkpoint& c) const {
     Working w;
     for (const auto& r : c.segments) w.segments.emplace_hint(w.segments.end(), r.address, r.seg);
-    w.blocks.reserve(c.blocks.size() + std::min<size_t>(interval, 4096));
-    for (const auto& r : c.blocks) w.blocks.emplace(r.address, r.live);
+    w.blocks = AddressMap<Live>(c.blocks.size() + std::min<size_t>(interval, 4096));
+    for (const auto& r : c.blocks) w.blocks[r.address] = r.live;
     return w;
 }
 
@@ -198,7 +197,7 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
     st.at = at;
     std::vector<LiveRec> live;
     live.reserve(w.blocks.size());
-    for (const auto& [a, b] : w.blocks) live.push_back({a, b});
+    w.blocks.forEach([&live](uint64_t a, const Live& b) { live.push_back({a, b}); });
     std::sort(live.begin(), live.end(), [](const LiveRec& x, const LiveRec& y) { return x.address < y.address; });
     size_t bi = 0;
     st.segments.reserve(w.segments.size());
@@ -255,6 +254,66 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
     return st;
 }
 
+namespace {
+
+// The snapshot's own blocks exactly as the file has them; lastAlloc: the alloc entry of each
+// block alive at the end.
+DeviceState snapshotState(const DeviceData& data, int device, const AddressMap<int64_t>& lastAlloc, int64_t at) {
+    DeviceState st;
+    st.device = device;
+    st.at = at;
+    for (const Segment& s : data.segments) {
+        StateSegment seg;
+        seg.address = s.address;
+        seg.totalSize = s.totalSize;
+        seg.stream = s.stream;
+        seg.isExpandable = s.isExpandable;
+        seg.isLarge = s.isLarge;
+        seg.pool = s.pool();
+        for (uint32_t i = s.firstBlock; i < s.firstBlock + s.blockCount; ++i) {
+            const Block& blk = data.blocks[i];
+            StateBlock b;
+            b.address = blk.address;
+            b.size = blk.size;
+            b.requestedSize = blk.requestedSize;
+            b.stack = blk.stack;
+            if (blk.state == BlockState::Inactive) {
+                b.kind = StateBlockKind::Free;
+                st.freeBytes += b.size;
+                st.largestFreeBlock = std::max(st.largestFreeBlock, b.size);
+            } else {
+                b.kind = blk.state == BlockState::ActivePendingFree ? StateBlockKind::PendingFree
+                                                                     : StateBlockKind::Allocated;
+                if (const int64_t* at = lastAlloc.find(blk.address)) {
+                    b.allocIndex = *at;
+                    if (!b.stack) b.stack = data.trace.stack[*at];
+                }
+                st.allocatedBytes += b.size;
+                st.requestedBytes += b.requestedSize;
+                if (b.kind == StateBlockKind::PendingFree) st.pendingFreeBytes += b.size;
+            }
+            seg.blocks.push_back(b);
+        }
+        st.reservedBytes += s.totalSize;
+        st.segments.push_back(std::move(seg));
+    }
+    return st;
+}
+
+// The alloc entry of each block alive after the trace: the last alloc at its address not freed since.
+AddressMap<int64_t> lastAllocs(const TraceColumns& t) {
+    AddressMap<int64_t> last;
+    for (size_t i = 0; i < t.rows(); ++i) {
+        if (t.action[i] == Action::Alloc)
+            last[t.addr[i]] = static_cast<int64_t>(i);
+        else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
+            last.erase(t.addr[i]);
+    }
+    return last;
+}
+
+} // namespace
+
 StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval) : d_(std::make_unique<Impl>()) {
     d_->device = device;
     d_->data = snapshot.device(device);
@@ -289,6 +348,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
 
     // the final state, from the snapshot itself
     Working w;
+    w.blocks = AddressMap<Live>(dd.blocks.size() + 1024);
     for (const Segment& s : dd.segments) {
         Seg g;
         g.size = s.totalSize;
@@ -310,29 +370,26 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     }
     // alloc index of the blocks alive at the end: the last alloc at that address
     {
-        AddressMap<int64_t> last;
-        for (int64_t i = 0; i < n; ++i) {
-            if (t.action[i] == Action::Alloc)
-                last[t.addr[i]] = i;
-            else if (t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
-                last.erase(t.addr[i]);
-        }
-        for (auto& [a, l] : w.blocks) {
+        AddressMap<int64_t> last = lastAllocs(t);
+        w.blocks.forEach([&last, &t](uint64_t a, Live& l) {
             if (const int64_t* at = last.find(a)) {
                 l.allocIndex = *at;
                 if (!l.stack) l.stack = t.stack[*at];
             }
-        }
+        });
         d_->finalAllocIndex = std::move(last);
     }
 
-    // checkpoint spacing: about 64 MiB of checkpoints at most, 256..65536 entries apart
+    // Checkpoint spacing: about 64 MiB of checkpoints, at least 256 entries apart. A query loads
+    // the nearest checkpoint (its whole state) and undoes on average half an interval, so the
+    // spacing may grow up to twice the state's size (or 65,536 entries) before undoing costs more
+    // than loading: a 215,000-block state then keeps 9 checkpoints (105 MB) instead of 59.
     if (interval == 0) {
-        double avgBlocks = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
-        double budget = 64.0 * 1024 * 1024 / (sizeof(LiveRec));
-        double perCheckpoint = avgBlocks;
-        double count = std::max(1.0, budget / perCheckpoint);
-        interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, 65536.0));
+        const double stateSize = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
+        const double budget = 64.0 * 1024 * 1024 / (sizeof(LiveRec));
+        const double count = std::max(1.0, budget / stateSize);
+        const double widest = static_cast<double>(std::bit_ceil(static_cast<uint64_t>(std::max(65536.0, 2 * stateSize))));
+        interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, widest));
         size_t p = 256;
         while (p < interval) p <<= 1;
         interval = p;
@@ -366,47 +423,16 @@ size_t StateHistory::memoryBytes() const {
     return n;
 }
 
-DeviceState StateHistory::Impl::finalState(int64_t at) const {
-    // the snapshot itself: its blocks exactly as the file has them
-    DeviceState st;
-    st.device = device;
-    st.at = at;
-    for (const Segment& s : data->segments) {
-        StateSegment seg;
-        seg.address = s.address;
-        seg.totalSize = s.totalSize;
-        seg.stream = s.stream;
-        seg.isExpandable = s.isExpandable;
-        seg.isLarge = s.isLarge;
-        seg.pool = s.pool();
-        for (uint32_t i = s.firstBlock; i < s.firstBlock + s.blockCount; ++i) {
-            const Block& blk = data->blocks[i];
-            StateBlock b;
-            b.address = blk.address;
-            b.size = blk.size;
-            b.requestedSize = blk.requestedSize;
-            b.stack = blk.stack;
-            if (blk.state == BlockState::Inactive) {
-                b.kind = StateBlockKind::Free;
-                st.freeBytes += b.size;
-                st.largestFreeBlock = std::max(st.largestFreeBlock, b.size);
-            } else {
-                b.kind = blk.state == BlockState::ActivePendingFree ? StateBlockKind::PendingFree
-                                                                     : StateBlockKind::Allocated;
-                if (const int64_t* at = finalAllocIndex.find(blk.address)) {
-                    b.allocIndex = *at;
-                    if (!b.stack) b.stack = data->trace.stack[*at];
-                }
-                st.allocatedBytes += b.size;
-                st.requestedBytes += b.requestedSize;
-                if (b.kind == StateBlockKind::PendingFree) st.pendingFreeBytes += b.size;
-            }
-            seg.blocks.push_back(b);
-        }
-        st.reservedBytes += s.totalSize;
-        st.segments.push_back(std::move(seg));
+DeviceState StateHistory::Impl::finalState(int64_t at) const { return snapshotState(*data, device, finalAllocIndex, at); }
+
+DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
+    const DeviceData* d = snapshot.device(device);
+    if (!d) {
+        DeviceState st;
+        st.device = device;
+        return st;
     }
-    return st;
+    return snapshotState(*d, device, lastAllocs(d->trace), static_cast<int64_t>(d->trace.rows()) - 1);
 }
 
 DeviceState StateHistory::stateAfter(int64_t at) const {

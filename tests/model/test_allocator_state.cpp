@@ -1,5 +1,6 @@
 // Allocator state at any entry: synthetic traces with states worked out by hand, expandable
 // segments, traces that start mid-stream, and checkpoints against plain rewinding on real files.
+#include "Oracle.h"
 #include "RealSnapshots.h"
 #include "Synthetic.h"
 
@@ -176,6 +177,91 @@ TEST(AllocatorState, CheckpointsGiveTheSameStatesAsPlainRewinding) {
                 ASSERT_EQ(fullLayout(a), fullLayout(b)) << "at " << i;
                 int64_t reservedTimeline = i < 0 ? tl.reservedBefore : tl.reservedBytes[i];
                 EXPECT_EQ(static_cast<int64_t>(a.reservedBytes), reservedTimeline) << "at " << i;
+            }
+        }
+    }
+}
+
+TEST(AllocatorState, FinalDeviceStateOfASmallTrace) {
+    // by construction: B allocated by entry 2, C by entry 5; A freed
+    Snapshot snap = smallTrace();
+    DeviceState st = finalDeviceState(snap, 0);
+    EXPECT_EQ(st.at, 5);
+    EXPECT_EQ(layout(st), (std::vector<std::string>{"inactive@0+1024", "active_allocated@1024+5120",
+                                                    "active_allocated@6144+512", "inactive@6656+2090496"}));
+    ASSERT_EQ(st.segments.size(), 1u);
+    EXPECT_EQ(st.segments[0].blocks[0].allocIndex, -1);
+    EXPECT_EQ(st.segments[0].blocks[1].allocIndex, 2);
+    EXPECT_EQ(st.segments[0].blocks[2].allocIndex, 5);
+    EXPECT_EQ(st.reservedBytes, MiB2);
+    EXPECT_EQ(st.allocatedBytes, 5120u + 512u);
+    EXPECT_EQ(st.requestedBytes, 5000u + 512u);
+    // a device the file does not have: nothing
+    EXPECT_TRUE(finalDeviceState(snap, 3).segments.empty());
+}
+
+TEST(AllocatorState, FinalDeviceStateIsTheFilesOwnStateWithEachBlocksAlloc) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    for (const auto& f : files) {
+        Snapshot snap = readSnapshotFile(f.string());
+        for (const auto& d : snap.devices) {
+            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
+            const DeviceState st = finalDeviceState(snap, d.device);
+            // the blocks and totals as Python's pickle reads the file (tests/tools/snapshot_oracle.py)
+            auto expected = oracle::run({"state", f.string(), "--device", std::to_string(d.device)});
+            ASSERT_TRUE(expected) << "the oracle failed";
+            EXPECT_EQ(st.reservedBytes, expected->at("reserved_bytes").get<uint64_t>());
+            EXPECT_EQ(st.allocatedBytes, expected->at("allocated_bytes").get<uint64_t>());
+            EXPECT_EQ(st.largestFreeBlock, expected->at("largest_free_block").get<uint64_t>());
+            const auto& segs = expected->at("segments");
+            ASSERT_EQ(st.segments.size(), segs.size());
+            const TraceColumns& t = d.trace;
+            for (size_t i = 0; i < segs.size(); ++i) {
+                const auto& blocks = segs[i].at("blocks");
+                ASSERT_EQ(st.segments[i].blocks.size(), blocks.size()) << "segment " << i;
+                for (size_t j = 0; j < blocks.size(); ++j) {
+                    const StateBlock& b = st.segments[i].blocks[j];
+                    ASSERT_EQ(b.address, blocks[j].at("address").get<uint64_t>());
+                    ASSERT_EQ(b.size, blocks[j].at("size").get<uint64_t>());
+                    if (b.kind == StateBlockKind::Free) continue;
+                    // the alloc entry: the last alloc at the address with no free after it
+                    int64_t alloc = -1;
+                    for (int64_t k = static_cast<int64_t>(t.rows()) - 1; k >= 0; --k) {
+                        if (t.addr[k] != b.address) continue;
+                        if (t.action[k] == Action::Free || t.action[k] == Action::FreeCompleted) break;
+                        if (t.action[k] == Action::Alloc) {
+                            alloc = k;
+                            break;
+                        }
+                    }
+                    ASSERT_EQ(b.allocIndex, alloc) << "block at " << b.address;
+                }
+            }
+            // and it is the history's last state
+            if (d.trace.rows() > 0) {
+                const StateHistory h(snap, d.device);
+                EXPECT_EQ(fullLayout(st), fullLayout(h.stateAfter(h.entries() - 1)));
+            }
+        }
+    }
+}
+
+TEST(AllocatorState, TheDefaultSpacingGivesTheSameStatesAsPlainRewinding) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    std::mt19937_64 rng(7);
+    for (const auto& f : files) {
+        Snapshot snap = readSnapshotFile(f.string());
+        for (const auto& d : snap.devices) {
+            if (d.trace.rows() < 2) continue;
+            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
+            StateHistory chosen(snap, d.device);
+            StateHistory plain(snap, d.device, size_t(1) << 30);
+            std::uniform_int_distribution<int64_t> pick(-1, chosen.entries() - 1);
+            for (int k = 0; k < 10; ++k) {
+                const int64_t i = pick(rng);
+                ASSERT_EQ(fullLayout(chosen.stateAfter(i)), fullLayout(plain.stateAfter(i))) << "at " << i;
             }
         }
     }

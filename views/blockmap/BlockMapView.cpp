@@ -126,6 +126,7 @@ void BlockMapView::setDocument(SnapshotDocument* doc) {
     if (m_doc) {
         connect(m_doc, &SnapshotDocument::deviceChanged, this, &BlockMapView::deviceChanged);
         connect(m_doc, &SnapshotDocument::currentEventChanged, this, &BlockMapView::refresh);
+        connect(m_doc, &SnapshotDocument::historiesReady, this, &BlockMapView::updateVerdict);
         connect(m_doc, &SnapshotDocument::allocationSelected, this, [this] {
             if (!m_selecting) m_canvas->setSelectedAddress(m_doc->selectedAddress());  // e.g. a saved tensor's block
         });
@@ -203,7 +204,9 @@ bool BlockMapView::isShowingSimulated() const {
 
 void BlockMapView::updateVerdict() {
     m_verdictValue.reset();
-    if (m_doc && !isShowingSimulated()) m_verdictValue = model::oomVerdictAt(m_doc->deviceData(), m_doc->history(), m_doc->currentEvent());
+    // the verdict rewinds to the entry before the oom: once the histories are built
+    if (m_doc && !isShowingSimulated() && !m_doc->isRewinding())
+        m_verdictValue = model::oomVerdictAt(m_doc->deviceData(), m_doc->history(), m_doc->currentEvent());
     if (!m_verdictValue) {
         m_verdict->hide();
         return;

@@ -72,12 +72,23 @@ double BlockMapLayout::fitBytesPerPixel(const model::DeviceState& st, const Bloc
     if (total == 0) return 1.0;
     const int pitch = std::max(1, p.rowHeight + p.rowGap);
     const int rowsAvailable = std::max(1, (p.fitHeight + p.rowGap) / pitch);
-    double bpp = std::max(1.0 / 64, static_cast<double>(total) / (static_cast<double>(rowsAvailable) * p.width));
-    for (int i = 0; i < 200; ++i) {
-        if (place(st, p, bpp, false).rows <= rowsAvailable) return bpp;
-        bpp *= 1.05;
+    // The first of bpp0, bpp0 * 1.05, bpp0 * 1.05^2, ... (200 steps at most) whose layout fits the
+    // height. Rows only shrink as bytes per pixel grow, so a binary search over the steps finds
+    // it with 8 layouts instead of up to 200: a state of 40,000 segments, which never fits (each
+    // takes a pixel and a gap), took 200 layouts and 80 ms at every resize.
+    constexpr int kSteps = 200;
+    std::array<double, kSteps + 1> bpp{};
+    bpp[0] = std::max(1.0 / 64, static_cast<double>(total) / (static_cast<double>(rowsAvailable) * p.width));
+    for (int i = 1; i <= kSteps; ++i) bpp[i] = bpp[i - 1] * 1.05;
+    const auto fits = [&](int i) { return place(st, p, bpp[i], false).rows <= rowsAvailable; };
+    if (fits(0)) return bpp[0];
+    if (!fits(kSteps - 1)) return bpp[kSteps];
+    int lo = 0, hi = kSteps - 1;  // lo does not fit, hi does
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (fits(mid) ? hi : lo) = mid;
     }
-    return bpp;
+    return bpp[hi];
 }
 
 BlockMapLayout::BlockMapLayout(const model::DeviceState& state, const BlockMapParams& params) : m_params(params) {

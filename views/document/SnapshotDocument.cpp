@@ -3,6 +3,7 @@
 #include <QFileInfo>
 
 #include <algorithm>
+#include <utility>
 
 namespace memlens::views {
 
@@ -15,7 +16,8 @@ DocumentSession::~DocumentSession() {
 }
 
 SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent)
-    : QObject(parent), m_loaded(std::move(loaded)) {
+    : QObject(parent), m_loaded(std::move(loaded)), m_histories(m_loaded->histories),
+      m_timelineExtras(m_loaded->timelineExtras) {
     // open the device with the longest trace, as PyTorch's viewer does; else the first with segments;
     // a GPU before the pinned host memory
     auto devs = devices();
@@ -32,6 +34,38 @@ SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded,
         }
     }
     m_current = entryCount() - 1;
+    if (!m_loaded->finalStates.empty() && m_histories.empty()) buildHistories();
+}
+
+void SnapshotDocument::buildHistories() {
+    using Histories = std::map<int, std::shared_ptr<const model::StateHistory>>;
+    std::vector<int> order{m_device};  // the shown device first
+    for (const auto& d : snapshot().devices)
+        if (d.device != m_device) order.push_back(d.device);
+    JobHandlers<Histories> h;
+    const auto finish = [this] {
+        if (auto pending = std::exchange(m_pendingCurrent, std::nullopt)) setCurrentEvent(*pending);
+        emit historiesReady();
+    };
+    h.done = [this, finish](quint64, Histories built) {
+        for (auto& [device, history] : built) {
+            auto& mine = m_histories[device];
+            if (!mine) mine = std::move(history);  // one history() built meanwhile stays (views may hold it)
+        }
+        finish();
+    };
+    // out of memory: history() builds the shown device's own when asked
+    h.failed = [finish](quint64, const QString&) { finish(); };
+    m_historyJobs.start<Histories>(
+        [loaded = m_loaded, order](const JobControl& job) {
+            Histories out;
+            for (int d : order) {
+                job.throwIfCancelled();
+                out[d] = std::make_shared<const model::StateHistory>(*loaded->snapshot, d);
+            }
+            return out;
+        },
+        std::move(h), JobText{fileName(), QStringLiteral("rewind this file")});
 }
 
 QString SnapshotDocument::path() const { return QString::fromStdString(m_loaded->path); }
@@ -55,10 +89,14 @@ const model::DeviceTimeline& SnapshotDocument::timeline() const {
 }
 
 const model::StateHistory& SnapshotDocument::history() const {
-    auto it = m_loaded->histories.find(m_device);
-    if (it != m_loaded->histories.end()) return *it->second;
-    if (!m_emptyHistory) m_emptyHistory = std::make_unique<model::StateHistory>(snapshot(), m_device);
-    return *m_emptyHistory;
+    auto& h = m_histories[m_device];
+    if (!h) h = std::make_shared<const model::StateHistory>(snapshot(), m_device);
+    return *h;
+}
+
+model::DeviceState SnapshotDocument::finalState() const {
+    if (auto it = m_loaded->finalStates.find(m_device); it != m_loaded->finalStates.end()) return *it->second;
+    return history().stateAfter(entryCount() - 1);
 }
 
 const AllocationLifetimes& SnapshotDocument::lifetimes() const {
@@ -66,16 +104,28 @@ const AllocationLifetimes& SnapshotDocument::lifetimes() const {
     return it != m_loaded->lifetimes.end() ? *it->second : m_emptyLifetimes;
 }
 
-const TimelineMarkers& SnapshotDocument::markers() const {
-    if (!m_markers || m_markers->first != m_device)
-        m_markers.emplace(m_device, TimelineMarkers::compute(snapshot(), m_device));
-    return m_markers->second;
+const TimelineExtras& SnapshotDocument::timelineExtras() const {
+    auto& x = m_timelineExtras[m_device];
+    if (!x) {
+        auto it = m_loaded->timelineExtras.find(m_device);
+        x = it != m_loaded->timelineExtras.end()
+                ? it->second
+                : std::make_shared<const TimelineExtras>(TimelineExtras::compute(snapshot(), m_device, timeline()));
+    }
+    return *x;
 }
 
 int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(deviceData().trace.rows()); }
 
 const model::DeviceState& SnapshotDocument::currentState() const {
-    if (!m_state || m_state->at != m_current || m_state->device != m_device) m_state = history().stateAfter(m_current);
+    if (!m_state || m_state->at != m_current || m_state->device != m_device) {
+        // while rewinding the current entry is the last one, whose state the load has
+        const bool last = m_current == entryCount() - 1;
+        if (last && !m_histories.count(m_device) && m_loaded->finalStates.count(m_device))
+            m_state = *m_loaded->finalStates.at(m_device);
+        else
+            m_state = history().stateAfter(m_current);
+    }
     return *m_state;
 }
 
@@ -87,6 +137,7 @@ std::optional<std::pair<int64_t, int64_t>> SnapshotDocument::selection() const {
 void SnapshotDocument::setDevice(int device) {
     if (device == m_device) return;
     m_device = device;
+    m_pendingCurrent.reset();
     m_state.reset();
     m_selections.clear();
     m_current = entryCount() - 1;
@@ -97,6 +148,10 @@ void SnapshotDocument::setDevice(int device) {
 
 void SnapshotDocument::setCurrentEvent(int64_t index) {
     index = std::clamp<int64_t>(index, -1, std::max<int64_t>(-1, entryCount() - 1));
+    if (isRewinding()) {
+        m_pendingCurrent = index;
+        return;
+    }
     if (index == m_current) return;
     m_current = index;
     emit currentEventChanged(index);

@@ -3,11 +3,13 @@
 // which range is selected. Every view reads from here and follows its signals.
 #include "core/LoadedSnapshot.h"
 #include "core/TimelineMarkers.h"
+#include "document/JobTracker.h"
 
 #include <QObject>
 #include <QString>
 #include <QVector>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -43,14 +45,26 @@ public:
     int device() const { return m_device; }
     const model::DeviceData& deviceData() const;
     const model::DeviceTimeline& timeline() const;
+    // The shown device's state history. A file loaded with StateHistories::Later (the window's)
+    // builds its histories on the job pool once the document exists: until historiesReady(),
+    // views ask isRewinding() first; history() itself then builds the device's history here.
     const model::StateHistory& history() const;
+    bool isRewinding() const { return m_historyJobs.isRunning(); }
+    // Every device's history built so far: for jobs that read them off the GUI thread.
+    std::map<int, std::shared_ptr<const model::StateHistory>> histories() const { return m_histories; }
+    // The state after the shown device's last entry (without the history where the load has it).
+    model::DeviceState finalState() const;
     // The device's allocations paired alloc -> free (computed while loading).
     const AllocationLifetimes& lifetimes() const;
-    // The device's annotation ranges and oom / snapshot entries (computed on first use).
-    const TimelineMarkers& markers() const;
+    // The device's annotation ranges and oom / snapshot entries.
+    const TimelineMarkers& markers() const { return timelineExtras().markers; }
+    // What else the timeline draws (computed while loading; else on first use).
+    const TimelineExtras& timelineExtras() const;
     int64_t entryCount() const;
 
     // The current trace entry: every view shows the state right after it (-1: before the first).
+    // While the histories are built (isRewinding) it stays at the last entry: a new one asked
+    // for meanwhile takes effect once they are ready.
     int64_t currentEvent() const { return m_current; }
     // The allocator state right after the current entry (cached).
     const model::DeviceState& currentState() const;
@@ -96,13 +110,20 @@ signals:
     void selectionChanged();
     void allocationSelected(model::StackId stack, const QString& description);
     void markedAddressesChanged();
+    // The state histories are built (StateHistories::Later): every entry can be shown now.
+    void historiesReady();
 
 private:
     friend class DocumentSession;
     std::shared_ptr<const LoadedSnapshot> m_loaded;
+    void buildHistories();
+
     DocumentSession* m_session = nullptr;
     int m_device = 0;
     int64_t m_current = -1;
+    std::optional<int64_t> m_pendingCurrent;  // asked for while rewinding
+    mutable std::map<int, std::shared_ptr<const model::StateHistory>> m_histories;
+    JobTracker m_historyJobs{this};
     QVector<std::pair<int64_t, int64_t>> m_selections;
     model::StackId m_selectedStack = 0;
     QString m_selectedDescription;
@@ -111,9 +132,8 @@ private:
     mutable std::optional<model::DeviceState> m_state;
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;
-    mutable std::unique_ptr<model::StateHistory> m_emptyHistory;
     AllocationLifetimes m_emptyLifetimes;
-    mutable std::optional<std::pair<int, TimelineMarkers>> m_markers;
+    mutable std::map<int, std::shared_ptr<const TimelineExtras>> m_timelineExtras;
 };
 
 } // namespace memlens::views

@@ -19,7 +19,7 @@ quint64 SnapshotLoader::load(const QString& path) {
     h.cancelled = [this, path](quint64 g) { emit cancelled(g, path); };
     const std::string file = QFileInfo(path).filePath().toStdString();
     return m_jobs.start<Result>(
-        [file](const JobControl& job) -> Result { return LoadedSnapshot::load(file, job.loadOptions()); }, std::move(h),
+        [file](const JobControl& job) -> Result { return LoadedSnapshot::load(file, job.loadOptions(), StateHistories::Later); }, std::move(h),
         JobText{path});
 }
 

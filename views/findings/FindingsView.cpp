@@ -115,7 +115,15 @@ void FindingsView::setDocument(SnapshotDocument* doc, const QString& sessionPath
 
 void FindingsView::start() {
     if (!m_doc) return;
+    if (m_doc->isRewinding()) {
+        // the doctor reads the document's state histories: it starts once they are built
+        m_jobs->cancel();
+        m_status->setText(tr("Examining\u2026"));
+        connect(m_doc, &SnapshotDocument::historiesReady, this, &FindingsView::start, Qt::UniqueConnection);
+        return;
+    }
     auto loaded = m_doc->sharedLoaded();
+    auto histories = m_doc->histories();
     const int device = m_doc->device();
     const std::string session = m_sessionPath.toStdString();
     m_status->setText(tr("Examining\u2026"));
@@ -127,14 +135,14 @@ void FindingsView::start() {
     };
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const model::DoctorReport>>(
-        [loaded, device, session](const JobControl& control) {
+        [loaded, histories, device, session](const JobControl& control) {
             model::DoctorOptions options;
             // the doctor reads GPU memory: with the pinned host memory shown, it picks the GPU itself
             const int gpu = device == model::kHostDevice ? model::doctorDevice(*loaded->snapshot) : device;
             options.device = gpu;
             options.cancel = control.cancelFlag();
             // the document's own history of the device: not built a second time
-            if (auto h = loaded->histories.find(gpu); h != loaded->histories.end()) options.history = h->second.get();
+            if (auto h = histories.find(gpu); h != histories.end() && h->second) options.history = h->second.get();
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);

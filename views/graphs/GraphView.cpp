@@ -747,7 +747,7 @@ bool GraphView::activateSavedTensor(const model::SavedTensorInfo& t) {
     std::optional<model::StateBlock> block = find(m_doc->currentState());
     if (!block || block->kind == model::StateBlockKind::Free) {
         // not live at the current entry: as the snapshot ends
-        const auto last = m_doc->history().stateAfter(m_doc->entryCount() - 1);
+        const auto last = m_doc->finalState();
         if (auto b = find(last); b && b->kind != model::StateBlockKind::Free) block = b;
     }
     if (!block || block->kind == model::StateBlockKind::Free) {

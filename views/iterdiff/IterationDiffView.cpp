@@ -234,8 +234,9 @@ bool IterationDiffView::compareWith(SnapshotDocument* other) {
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const std::vector<model::StackDelta>>>(
         [a, b, device](const JobControl&) {
-            // the documents' own histories of the device (each was rewound once, when it loaded)
+            // the documents' own final states, or histories, of the device (made when they loaded)
             auto finalState = [device](const LoadedSnapshot& l) {
+                if (auto f = l.finalStates.find(device); f != l.finalStates.end()) return *f->second;
                 if (auto h = l.histories.find(device); h != l.histories.end()) return h->second->stateAfter(h->second->entries() - 1);
                 const model::StateHistory own(*l.snapshot, device);
                 return own.stateAfter(own.entries() - 1);

@@ -384,11 +384,7 @@ void TimelineView::setDocument(SnapshotDocument* doc) {
 SnapshotDocument* TimelineView::document() const { return m_doc; }
 
 bool TimelineView::timeAxisAvailable() const {
-    if (!m_doc || m_doc->entryCount() == 0) return false;
-    const auto& trace = m_doc->deviceData().trace;
-    for (uint8_t f : trace.flags)
-        if (!(f & model::TraceColumns::HasTime)) return false;
-    return EntryAxis::isNonDecreasing(trace.timeUs);
+    return m_doc && m_doc->entryCount() > 0 && m_doc->timelineExtras().timeAxis;
 }
 
 void TimelineView::rebuild() {
@@ -403,8 +399,8 @@ void TimelineView::rebuild() {
     if (haveTrace) {
         const bool time = wantTime && timeAxisAvailable();
         m_axis = time ? EntryAxis::byTime(m_doc->deviceData().trace.timeUs) : EntryAxis::byIndex(m_doc->entryCount());
-        m_livePyramid = SeriesPyramid(m_doc->timeline().liveBytes);
-        m_reservedPyramid = SeriesPyramid(m_doc->timeline().reservedBytes);
+        m_livePyramid = m_doc->timelineExtras().live;
+        m_reservedPyramid = m_doc->timelineExtras().reserved;
         m_overlay->setMarkers(&m_doc->markers(), &m_axis);
         m_overlay->setCurrent(m_doc->currentEvent());
         m_overlay->setSelection(m_doc->selection());

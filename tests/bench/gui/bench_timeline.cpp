@@ -6,10 +6,11 @@
 //    (TimelineLayout::compute) and binning + replot, mean and max. Goal: < 16 ms. Also the time
 //    to choose the banded allocations for that range (AllocationLifetimes::mostVisible), which
 //    the view does once the range rests, not at each redraw.
-// 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline: LoadedSnapshot::load,
-//    the document, a TimelineView and its first replot; and the whole window (MainWindow::openFiles
-//    until the timeline dock's first replot after the document arrived: every view given the
-//    document). Goal (issue 13): within 1.5x of reading.
+// 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline: LoadedSnapshot::load
+//    as the window loads (the state histories later), the document, a TimelineView and its first
+//    replot; and the whole window (MainWindow::openFiles until the timeline dock's first replot
+//    after the document arrived: every view given the document). Goal (issue 13): within 1.5x of
+//    reading. Also when the window's document has its state histories (every entry can be picked).
 #include "memlens/model/SnapshotReader.h"
 #include "core/LoadedSnapshot.h"
 #include "timeline/QCustomPlotInclude.h"
@@ -232,7 +233,7 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
     }
     for (int i = 0; i < repeat; ++i) {
         auto t0 = Clock::now();
-        auto loaded = views::LoadedSnapshot::load(path, {});
+        auto loaded = views::LoadedSnapshot::load(path, {}, views::StateHistories::Later);
         const double loadMs = msSince(t0);
         views::SnapshotDocument doc(loaded);
         views::TimelineView view;
@@ -243,9 +244,10 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
         view.redraw();
         openBest = std::min(openBest, msSince(t0));
         loadBest = std::min(loadBest, loadMs);
+        views::JobTracker::waitForAllIdle(600'000);  // the document's histories: not into the next round
     }
     // The whole window: from openFiles to the timeline dock's first replot with the document.
-    double windowBest = 1e300, windowDocMs = 0;
+    double windowBest = 1e300, windowDocMs = 0, windowHistoriesMs = 0;
     for (int i = 0; i < repeat; ++i) {
         gui::MainWindow w(false);
         w.resize(1600, 1000);
@@ -255,10 +257,12 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
         if (!timeline) throw std::runtime_error("the window has no timeline dock");
         QEventLoop loop;
         bool opened = false, failed = false;
-        Clock::time_point openedAt{};
-        QObject::connect(&w, &gui::MainWindow::documentOpened, &loop, [&] {
+        Clock::time_point openedAt{}, historiesAt{};
+        QObject::connect(&w, &gui::MainWindow::documentOpened, &loop, [&](views::SnapshotDocument* doc) {
             opened = true;
-            openedAt = Clock::now();
+            openedAt = historiesAt = Clock::now();
+            if (doc->isRewinding())
+                QObject::connect(doc, &views::SnapshotDocument::historiesReady, &loop, [&] { historiesAt = Clock::now(); });
         });
         QObject::connect(&w, &gui::MainWindow::openFailed, &loop, [&] {
             failed = true;
@@ -279,9 +283,12 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
         loop.exec();
         if (failed) throw std::runtime_error("the window did not open " + path);
         const double ms = msSince(t0);
+        // the rest: the histories, then the analyses (the doctor, sites, ...), outside the timing
+        views::JobTracker::waitForAllIdle(600'000);
         if (ms < windowBest) {
             windowBest = ms;
             windowDocMs = std::chrono::duration<double, std::milli>(openedAt - t0).count();
+            windowHistoriesMs = std::chrono::duration<double, std::milli>(historiesAt - t0).count();
         }
     }
     // The parts of the rewinding, one at a time on one thread (LoadedSnapshot runs them side by side).
@@ -306,7 +313,7 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
                 QFileInfo(QString::fromStdString(path)).fileName().toUtf8().constData(),
                 static_cast<double>(QFileInfo(QString::fromStdString(path)).size()) / 1e6, entries, repeat);
     std::printf("  readSnapshotFile alone                   %10.1f ms\n", readBest);
-    std::printf("  LoadedSnapshot::load (read + rewinding)  %10.1f ms\n", loadBest);
+    std::printf("  LoadedSnapshot::load as the window loads %10.1f ms   (histories later)\n", loadBest);
     std::printf("    of which, alone on one thread: timeline %.1f ms, state history %.1f ms, lifetimes %.1f ms\n",
                 tlBest, histBest, lifeBest);
     std::printf("  open to a drawn timeline                 %10.1f ms   %.2fx reading; goal <= 1.5x: %s\n", openBest, ratio,
@@ -314,6 +321,7 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
     std::printf("  the window, to its drawn timeline        %10.1f ms   %.2fx reading; goal <= 1.5x: %s\n", windowBest,
                 windowRatio, windowRatio <= 1.5 ? "ok" : "MISSED");
     std::printf("    of which to the document's arrival (loaded, every view given it) %.1f ms\n", windowDocMs);
+    std::printf("    its state histories ready (every entry can be picked) at %.1f ms\n", windowHistoriesMs);
     return (ratio <= 1.5 && windowRatio <= 1.5) || !enforce;
 }
 

@@ -8,6 +8,9 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <random>
+
 using namespace memlens::views;
 using namespace viewtest;
 using K = StateBlockKind;
@@ -205,6 +208,42 @@ private slots:
         QCOMPARE(empty.rows(), 0);
         QCOMPARE(empty.height(), 0);
         QVERIFY(empty.rectAt(PixelPoint{0, 0}) == nullptr);
+    }
+
+    void theFitIsTheSmallestScaleThatFits() {
+        // Random states, from a few large segments to thousands of small ones. The scale found
+        // fits the height, and 5 % less no longer does, unless 5 % less could not fit whatever the
+        // layout (the bytes alone need more pixels than the rows hold) or is below the floor.
+        std::mt19937_64 rng(20261202);
+        for (int round = 0; round < 40; ++round) {
+            const int segments = std::uniform_int_distribution<int>(1, round < 30 ? 200 : 3000)(rng);
+            std::vector<StateSegment> segs;
+            uint64_t address = 0x100000, total = 0;
+            for (int i = 0; i < segments; ++i) {
+                const uint64_t size = std::uniform_int_distribution<uint64_t>(1, 64)(rng) * 2 * MiB;
+                segs.push_back(segmentOf(address, {{size / 2, K::Allocated}, {size / 2, K::Free}}));
+                address += size + 0x100000;
+                total += size;
+            }
+            const DeviceState st = stateOf(segs);
+            BlockMapParams p = params(std::uniform_int_distribution<int>(50, 800)(rng), 0);
+            p.fitHeight = std::uniform_int_distribution<int>(15, 600)(rng);
+            const int rowsAvailable = (p.fitHeight + p.rowGap) / (p.rowHeight + p.rowGap);
+            const double bpp = BlockMapLayout::fitBytesPerPixel(st, p);
+            QVERIFY(std::isfinite(bpp) && bpp > 0);
+            BlockMapParams at = p;
+            at.bytesPerPixel = bpp;
+            // each segment takes a pixel and a gap at least (and a row may end in a gap): near
+            // that, nothing may fit
+            const bool canFit =
+                int64_t(segments) * (1 + p.segmentGap) <= int64_t(rowsAvailable) * (p.width - 2 * p.segmentGap - 2);
+            if (!canFit) continue;
+            QVERIFY2(BlockMapLayout(st, at).height() <= p.fitHeight, qPrintable(QStringLiteral("round %1").arg(round)));
+            const double smaller = bpp / 1.05;
+            const bool hopeless = smaller * rowsAvailable * p.width < double(total) || smaller < 1.0 / 64;
+            at.bytesPerPixel = smaller;
+            QVERIFY2(hopeless || BlockMapLayout(st, at).height() > p.fitHeight, qPrintable(QStringLiteral("round %1").arg(round)));
+        }
     }
 };
 

@@ -3,6 +3,7 @@
 #include "DocumentFixture.h"
 #include "QtTestMain.h"
 
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -110,6 +111,40 @@ private slots:
         QCOMPARE(doc->entryCount(), int64_t(6));
     }
 
+    // The window's way: the state histories are built after the document arrives. Until then
+    // the current entry stays the last one, whose state is the file's own; one asked for
+    // meanwhile becomes current once they are ready.
+    void historiesComeLater() {
+        const QString path = viewtest::fixture(viewtest::kOomFixture);
+        if (!QFileInfo::exists(path)) QSKIP("real snapshots not found in " MEMLENS_SNAPSHOTS_DIR);
+        const auto oom = viewtest::fixtureOom();
+        QVERIFY2(oom, "the oracle found no oom entry");
+        auto loaded = LoadedSnapshot::load(path.toStdString(), {}, StateHistories::Later);
+        QVERIFY(loaded->histories.empty());
+        SnapshotDocument doc(loaded);
+        doc.setDevice(oom->device);
+        QVERIFY(doc.isRewinding());
+        const int64_t last = doc.entryCount() - 1;
+        QCOMPARE(doc.currentEvent(), last);
+        // the file's own segments and blocks, as Python's pickle reads them
+        const auto own = oracle::run({"state", path.toStdString(), "--device", std::to_string(oom->device)});
+        QVERIFY2(own, "the oracle failed");
+        QCOMPARE(doc.currentState().reservedBytes, own->at("reserved_bytes").get<uint64_t>());
+        QCOMPARE(doc.currentState().allocatedBytes, own->at("allocated_bytes").get<uint64_t>());
+        QVERIFY(doc.isRewinding());  // and that state needed no history
+
+        QSignalSpy current(&doc, &SnapshotDocument::currentEventChanged);
+        QSignalSpy ready(&doc, &SnapshotDocument::historiesReady);
+        doc.setCurrentEvent(oom->index);
+        QCOMPARE(doc.currentEvent(), last);  // not yet
+        QCOMPARE(current.count(), 0);
+        QVERIFY(ready.wait(120000));
+        QVERIFY(!doc.isRewinding());
+        QCOMPARE(current.count(), 1);
+        QCOMPARE(doc.currentEvent(), oom->index);
+        QCOMPARE(doc.currentState().reservedBytes, oom->reservedBytes);
+        QCOMPARE(ready.count(), 1);
+    }
 };
 
 MEMLENS_CORE_TEST_MAIN(TestSnapshotDocument)

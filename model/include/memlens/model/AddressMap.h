@@ -75,6 +75,12 @@ public:
         for (const Slot& s : m_slots)
             if (s.used) f(s.key, s.value);
     }
+    // The same, with the values writable.
+    template <typename F>
+    void forEach(F&& f) {
+        for (Slot& s : m_slots)
+            if (s.used) f(s.key, s.value);
+    }
 
 private:
     struct Slot {

@@ -54,6 +54,11 @@ struct DeviceState {
     }
 };
 
+// The state right after the last trace entry: the snapshot's own segments and blocks, each live
+// block with the trace entry that allocated it. Equal to StateHistory::stateAfter(entries - 1),
+// for the cost of one pass over the trace instead of the history's rewinding.
+DeviceState finalDeviceState(const Snapshot& snapshot, int device);
+
 class StateHistory {
 public:
     // interval: entries between checkpoints; 0 picks one from the trace length and state size.
