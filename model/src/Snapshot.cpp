@@ -46,7 +46,8 @@ void TraceColumns::clear() { *this = TraceColumns(); }
 
 size_t TraceColumns::memoryBytes() const {
     // rows in use: capacity reserved beyond them is address space the kernel never backs
-    return rows() * (sizeof(Action) + 4 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4);
+    return rows() * (sizeof(Action) + 1 + 8 + 8 + 8 + 4) + actionName.memoryBytes() + stream.memoryBytes() +
+           compileContext.memoryBytes() + userMetadata.memoryBytes();
 }
 
 Snapshot::Snapshot() : stackOffsets{0, 0} {}

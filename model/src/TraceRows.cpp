@@ -116,7 +116,8 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
         addr = deviceFree;
     if (unknownCount) [[unlikely]]
         countUnknown(unknown, unknownCount);
-    return appendRow({act, actName, flags, addr, size, stream, time, stack, cc, um});
+    // the action's text is kept only where the reader does not know the action
+    return appendRow({act, act == Action::Other ? actName : StringTable::kEmpty, flags, addr, size, stream, time, stack, cc, um});
 }
 
 void TraceRows::countUnknown(const StringId* keys, size_t n) {
@@ -159,15 +160,11 @@ void TraceRows::prefaultRows() {
         prefaulter_.request(column.data() + from, kPrefaultRows * sizeof(column[0]));
     };
     ahead(t.action);
-    ahead(t.actionName);
     ahead(t.flags);
     ahead(t.addr);
     ahead(t.size);
-    ahead(t.stream);
     ahead(t.timeUs);
     ahead(t.stack);
-    ahead(t.compileContext);
-    ahead(t.userMetadata);
 }
 
 std::optional<uint32_t> TraceRows::fromItems(const Value* items, size_t n) { return read(items, n, nullptr); }

@@ -106,7 +106,7 @@ void EventsModel::showAll() {
     endResetModel();
 }
 
-QString EventsModel::labelText(const std::vector<model::StringId>& column, size_t entry) const {
+QString EventsModel::labelText(const model::SparseColumn<model::StringId>& column, size_t entry) const {
     if (entry >= column.size()) return {};
     const std::string_view s = m_doc->snapshot().entryLabel(column[entry]);
     return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));

@@ -55,7 +55,7 @@ public:
 private:
     const model::TraceColumns* trace() const;
     QString frameLabel(model::StackId stack) const;
-    QString labelText(const std::vector<model::StringId>& column, size_t entry) const;
+    QString labelText(const model::SparseColumn<model::StringId>& column, size_t entry) const;
     QString frameTooltip(model::StackId stack) const;
     void resetFrames();
 

@@ -156,16 +156,8 @@ void EventsView::updateLabelColumns() {
         const model::Snapshot& snap = m_doc->snapshot();
         const model::TraceColumns& t = m_doc->deviceData().trace;
         const model::StringId na = snap.strings.find("N/A");
-        for (model::StringId id : t.userMetadata)
-            if (id != model::StringTable::kEmpty) {
-                metadata = true;
-                break;
-            }
-        for (model::StringId id : t.compileContext)
-            if (id != model::StringTable::kEmpty && id != na) {
-                compile = true;
-                break;
-            }
+        metadata = t.userMetadata.any([](model::StringId id) { return id != model::StringTable::kEmpty; });
+        compile = t.compileContext.any([na](model::StringId id) { return id != model::StringTable::kEmpty && id != na; });
     }
     m_table->setColumnHidden(EventsModel::MetadataColumn, !metadata);
     m_table->setColumnHidden(EventsModel::CompileContextColumn, !compile);

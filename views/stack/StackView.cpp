@@ -34,7 +34,7 @@ QString entryDescription(const SnapshotDocument& doc, int64_t i) {
     if (t.action[i] != model::Action::Oom && (t.flags[i] & model::TraceColumns::HasAddr))
         s += QStringLiteral(" at 0x") + QString::number(t.addr[i], 16);
     // the labels torch attaches to an entry: _set_memory_metadata's string, the compiled region
-    auto label = [&](const std::vector<model::StringId>& column) -> QString {
+    auto label = [&](const model::SparseColumn<model::StringId>& column) -> QString {
         if (static_cast<size_t>(i) >= column.size()) return {};
         const std::string_view v = doc.snapshot().entryLabel(column[i]);
         return QString::fromUtf8(v.data(), static_cast<qsizetype>(v.size()));

@@ -2,6 +2,7 @@
 // One PyTorch CUDA memory snapshot, normalised across every layout from torch 2.0 to 2.11:
 // segments and blocks per device, and each device's trace in columns. Frames and whole stacks
 // are stored once and named by ids.
+#include "memlens/model/SparseColumn.h"
 #include "memlens/model/StringTable.h"
 
 #include <cstdint>
@@ -99,15 +100,16 @@ struct Segment {
 struct TraceColumns {
     enum Flag : uint8_t { HasAddr = 1, HasTime = 2, HasFrames = 4, HasDeviceFree = 8 };
     std::vector<Action> action;
-    std::vector<StringId> actionName;
+    // Columns where nearly every row holds one value keep it once (SparseColumn).
+    SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
     std::vector<uint64_t> addr;  // for oom: device_free
     std::vector<uint64_t> size;
-    std::vector<uint64_t> stream;
+    SparseColumn<uint64_t> stream;
     std::vector<int64_t> timeUs;
     std::vector<StackId> stack;
-    std::vector<StringId> compileContext;
-    std::vector<StringId> userMetadata;
+    SparseColumn<StringId> compileContext;
+    SparseColumn<StringId> userMetadata;
 
     size_t rows() const { return action.size(); }
     void reserve(size_t n);
