@@ -7,7 +7,7 @@ namespace memlens::views {
 TimelineLayout TimelineLayout::compute(const EntryAxis& axis, const model::DeviceTimeline& timeline,
                                        const AllocationLifetimes& lifetimes, std::span<const uint32_t> chosen,
                                        double x0, double x1, int width, const SeriesPyramid* livePyramid,
-                                       const SeriesPyramid* reservedPyramid) {
+                                       const SeriesPyramid* reservedPyramid, const StackAggregates* groups) {
     TimelineLayout out;
     out.m_binning = TimelineBinning(axis, x0, x1, width);
     out.m_live = out.m_binning.envelope(timeline.liveBytes, timeline.liveBefore, livePyramid);
@@ -20,7 +20,7 @@ TimelineLayout TimelineLayout::compute(const EntryAxis& axis, const model::Devic
         live[c] = out.m_live[c].max;
         out.m_maxBytes = std::max({out.m_maxBytes, out.m_live[c].max, out.m_reserved[c].max});
     }
-    out.m_bands = TimelineBands(lifetimes, chosen, entries, live);
+    out.m_bands = TimelineBands(lifetimes, chosen, entries, live, groups);
     return out;
 }
 

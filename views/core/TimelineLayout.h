@@ -22,7 +22,8 @@ public:
     static TimelineLayout compute(const EntryAxis& axis, const model::DeviceTimeline& timeline,
                                   const AllocationLifetimes& lifetimes, std::span<const uint32_t> chosen,
                                   double x0, double x1, int width, const SeriesPyramid* livePyramid = nullptr,
-                                  const SeriesPyramid* reservedPyramid = nullptr);
+                                  const SeriesPyramid* reservedPyramid = nullptr,
+                                  const StackAggregates* groups = nullptr);
 
     const TimelineBinning& binning() const { return m_binning; }
     const std::vector<ColumnEnvelope>& live() const { return m_live; }

@@ -128,12 +128,38 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
         for (int y = yTop; y < yBottom; ++y, p += stride) *p = ((x + y) & 3) == 0 ? c : light;
     };
     const QRgb other = m_highlightStack != 0 ? blend(otherColor().rgba(), 0xffffffff, 0.5) : otherColor().rgba();
+    // a group of many allocations from one call site: its stack's colour, lighter, striped
+    // across so that it does not read as one allocation
+    std::vector<std::pair<QRgb, QRgb>> groupColors;
+    for (size_t g = 0; g < bands.groupCount(); ++g) {
+        const model::StackId stack = bands.groupStack(g);
+        QRgb base;
+        if (m_roles) {
+            const model::StackRole role = stack < m_roles->size() ? (*m_roles)[stack] : model::StackRole::Unknown;
+            base = categoryColor(model::categoryOfRole(role)).rgba();
+        } else {
+            base = kPalette[hash32(stack) % kPalette.size()];
+        }
+        if (m_highlightStack != 0 && stack != m_highlightStack) base = blend(base, 0xffffffff, 0.6);
+        groupColors.push_back({blend(base, 0xffffffff, 0.3), blend(base, 0xffffffff, 0.55)});
+    }
+    auto fillStriped = [&](int x, int yBottom, int yTop, std::pair<QRgb, QRgb> c) {
+        QRgb* p = bits + static_cast<qsizetype>(yTop) * stride + x;
+        for (int y = yTop; y < yBottom; ++y, p += stride) *p = (y & 3) == 0 ? c.second : c.first;
+    };
     const int columns = bands.width();
     for (int x = 0; x < w; ++x) {
         const int c = columns == w ? x : std::min(columns - 1, static_cast<int>(int64_t(x) * columns / w));
         if (bands.entry(c) == TimelineBands::kNoEntry) continue;
-        int64_t bytes = bands.other(c);
         int yPrev = row(0);
+        int64_t groups = 0;
+        for (size_t g = 0; g < bands.groupCount(); ++g) {
+            groups += bands.groupBytes(c, g);
+            const int yg = row(groups);
+            if (yg != yPrev) fillStriped(x, yPrev, yg, groupColors[g]);
+            yPrev = yg;
+        }
+        int64_t bytes = bands.other(c);
         int y = row(bytes);
         fill(x, yPrev, y, other);
         yPrev = y;

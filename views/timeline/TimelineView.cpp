@@ -284,6 +284,7 @@ void TimelineView::updateLegend() {
                         .arg(TimelineBandsItem::categoryColor(cat).name(), QString::fromLatin1(model::memoryCategoryLabel(cat)).toLower());
         }
         text += tr(" (estimated)");
+        if (m_groups.groupCount() > 0) text += tr(" &nbsp; &#9776; many allocations of one call site, summed");
         m_legend->setText(text);
         return;
     }
@@ -298,6 +299,7 @@ void TimelineView::updateLegend() {
         text += tr(" &nbsp; <span style='color:%1'>&#9644;</span> nvidia-smi (NVML)").arg(kProcessColor.name());
     if (m_doc && m_doc->lifetimes().size() > 0 && m_doc->lifetimes()[0].allocatedBeforeRecording())
         text += tr(" &nbsp; &#9636; allocated before the trace");
+    if (m_groups.groupCount() > 0) text += tr(" &nbsp; &#9776; many allocations of one call site, summed");
     for (QCPGraph* g : m_poolLines)
         text += tr(" &nbsp; <span style='color:%1'>- -</span> %2 reserved").arg(g->pen().color().name(), g->name().toHtmlEscaped());
     if (!m_simulatedSeries.empty())
@@ -392,6 +394,7 @@ void TimelineView::rebuild() {
     m_hovered = -1;
     m_bands->setHoveredLifetime(-1);
     m_chosen.clear();
+    m_groups = StackAggregates();
     m_layout = TimelineLayout();
     m_bands->setLayout(nullptr, nullptr);
     m_overlay->setMarkers(nullptr, nullptr);
@@ -432,13 +435,24 @@ void TimelineView::chooseBands() {
     m_chooseTimer->stop();
     if (!m_doc || m_doc->entryCount() == 0) {
         m_chosen.clear();
+        m_groups = StackAggregates();
         m_chosenFor = {0, -1};
+        updateLegend();
         return;
     }
     const auto range = xRange();
     if (range == m_chosenFor) return;
     m_chosen = m_doc->lifetimes().mostVisible(static_cast<size_t>(m_largest), m_axis, range.first, range.second,
                                               kMaxBandCover);
+    // Where those leave most of the picture grey (thousands of equal allocations, none a pixel
+    // tall), the rest summed by stack: over the range and half of it on either side, for panning.
+    const int64_t last = m_axis.count() - 1;
+    const int64_t e0 = std::clamp<int64_t>(m_axis.entryAt(range.first), 0, last);
+    const int64_t e1 = std::clamp<int64_t>(m_axis.entryAt(range.second), e0, last);
+    const int64_t pad = (e1 - e0) / 2;
+    m_groups = StackAggregates::compute(m_doc->lifetimes(), m_chosen, std::max<int64_t>(0, e0 - pad),
+                                        std::min(last, e1 + pad));
+    updateLegend();  // it names the summed bands where there are some
     m_chosenFor = range;
     m_dirty = true;
     scheduleReplot();
@@ -563,7 +577,7 @@ void TimelineView::ensureLayout() {
         m_layout = TimelineLayout();
     } else {
         m_layout = TimelineLayout::compute(m_axis, m_doc->timeline(), m_doc->lifetimes(), m_chosen, x0, x1, width,
-                                           &m_livePyramid, &m_reservedPyramid);
+                                           &m_livePyramid, &m_reservedPyramid, &m_groups);
     }
     applyLayout();
 }
@@ -619,13 +633,18 @@ int64_t TimelineView::entryAt(const QPoint& pos) const {
     return std::clamp<int64_t>(m_axis.entryAt(x), 0, m_axis.count() - 1);
 }
 
+int TimelineView::columnAt(const QPoint& pos) const {
+    const QRect area = m_plot->axisRect()->rect();
+    if (m_layout.width() == 0 || area.width() <= 0) return 0;
+    return std::clamp(static_cast<int>(int64_t(pos.x() - area.left()) * m_layout.width() / area.width()), 0,
+                      m_layout.width() - 1);
+}
+
 int64_t TimelineView::lifetimeAt(const QPoint& pos) const {
     const QRect area = m_plot->axisRect()->rect();
     if (!area.contains(pos) || m_layout.width() == 0) return TimelineBands::kNothing;
-    const int column = std::clamp(static_cast<int>(int64_t(pos.x() - area.left()) * m_layout.width() / area.width()), 0,
-                                  m_layout.width() - 1);
     const double bytes = m_plot->yAxis->pixelToCoord(pos.y());
-    return m_layout.bands().hit(column, static_cast<int64_t>(std::floor(bytes)));
+    return m_layout.bands().hit(columnAt(pos), static_cast<int64_t>(std::floor(bytes)));
 }
 
 QString TimelineView::describeLifetime(int64_t lifetime) const {
@@ -667,8 +686,23 @@ QString TimelineView::describeAt(const QPoint& pos) const {
             for (model::FrameId f : fr) html += htmlEscaped(frames::label(m_doc->snapshot(), f)) + QStringLiteral("<br>");
             html += QStringLiteral("</span>");
         }
+    } else if (TimelineBands::isGroupHit(hit)) {
+        const TimelineBands& bands = m_layout.bands();
+        const size_t g = TimelineBands::groupOfHit(hit);
+        const int column = columnAt(pos);
+        html += tr("<b>%1 allocations from one call site</b>, summed: %2 live here")
+                    .arg(QLocale::system().toString(static_cast<qulonglong>(bands.groupAllocations(g))),
+                         formatBytes(static_cast<double>(bands.groupBytes(column, g))));
+        const auto fr = frames::usefulFrames(m_doc->snapshot(), bands.groupStack(g), 6);
+        if (fr.empty()) {
+            html += QStringLiteral("<br><i>%1</i>").arg(tr("no stack recorded"));
+        } else {
+            html += QStringLiteral("<br><span style='font-family:monospace'>");
+            for (model::FrameId f : fr) html += htmlEscaped(frames::label(m_doc->snapshot(), f)) + QStringLiteral("<br>");
+            html += QStringLiteral("</span>");
+        }
     } else if (hit == TimelineBands::kOther) {
-        html += tr("<b>Other allocations</b>: those not among the %1 largest, summed").arg(m_largest);
+        html += tr("<b>Other allocations</b>: those not drawn one by one, summed");
         html += QStringLiteral("<br>");
     }
     if (!html.isEmpty() && !html.endsWith(QStringLiteral("<br>"))) html += QStringLiteral("<br>");
@@ -737,6 +771,13 @@ void TimelineView::onMouseRelease(QMouseEvent* event) {
         if (hit >= 0) {
             const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(hit)];
             m_doc->selectAllocation(l.stack, describeLifetime(hit));
+        } else if (TimelineBands::isGroupHit(hit)) {
+            // a band of many allocations: its call site (the stack view shows it)
+            const TimelineBands& bands = m_layout.bands();
+            const size_t g = TimelineBands::groupOfHit(hit);
+            m_doc->selectAllocation(bands.groupStack(g), tr("%1 allocations from one call site")
+                                                             .arg(QLocale::system().toString(
+                                                                 static_cast<qulonglong>(bands.groupAllocations(g)))));
         }
     } else if (drag == Drag::Pan && event->button() == Qt::RightButton &&
                (event->pos() - m_pressPos).manhattanLength() < kDragThreshold) {

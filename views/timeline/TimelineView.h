@@ -13,6 +13,7 @@
 #include "core/EntryAxis.h"
 #include "core/ProcessSamplesPlacement.h"
 #include "core/SeriesPyramid.h"
+#include "core/StackAggregates.h"
 #include "core/TimelineLayout.h"
 
 #include <QPointer>
@@ -66,6 +67,8 @@ public:
     void chooseBands();
     // Indices into the document's lifetimes that have a band, ascending.
     const std::vector<uint32_t>& bandedLifetimes() const { return m_chosen; }
+    // The stacks whose other allocations are drawn summed, one band each (for tests and benches).
+    const StackAggregates& stackGroups() const { return m_groups; }
     // Allocations coloured by memory category (parameters, gradients, optimizer state, saved for
     // backward, inputs, other; estimated from their stacks) instead of by call site.
     void setColourByCategory(bool on);
@@ -104,6 +107,7 @@ public:
     // lifetimes(), TimelineBands::kOther or kNothing), and the text the hover shows.
     int64_t entryAt(const QPoint& plotPos) const;
     int64_t lifetimeAt(const QPoint& plotPos) const;
+    int columnAt(const QPoint& plotPos) const;  // the layout's column under plotPos
     QString describeAt(const QPoint& plotPos) const;
     QString describeLifetime(int64_t lifetime) const;
 
@@ -161,6 +165,7 @@ private:
     SeriesPyramid m_livePyramid;
     SeriesPyramid m_reservedPyramid;
     std::vector<uint32_t> m_chosen;
+    StackAggregates m_groups;  // what is not chosen, summed by stack (at the overview of long traces)
     int m_largest = 15000;  // as PyTorch's viewer's default
     QTimer* m_chooseTimer = nullptr;
     std::pair<double, double> m_chosenFor{0, -1};  // the range m_chosen was chosen for (empty: none)

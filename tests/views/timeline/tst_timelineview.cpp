@@ -203,6 +203,40 @@ private slots:
 
     // an overflowed ring buffer is said above the plot; each private pool gets its own reserved
     // line (the MemPool's grows at entry 2, the graph pool's is there throughout)
+    // Many equal allocations from one call site, none drawn alone: summed into one band of
+    // their stack, which hover names and a click selects.
+    void manyAllocationsFromOneCallSiteMakeOneBand() {
+        std::vector<Entry> t;
+        const auto slot64 = [](int k) { return kBase + static_cast<uint64_t>(k) * 64 * KiB; };
+        for (int k = 0; k < 40; ++k) t.push_back({"alloc", slot64(k), 64 * KiB, -1, "embed"});
+        for (int r = 0; r < 100; ++r) {
+            t.push_back({"alloc", slot64(40 + r % 20), 32 * KiB, -1, "attn"});
+            t.push_back({"free_completed", slot64(40 + r % 20), 32 * KiB, -1, "attn"});
+        }
+        auto doc = document(t);
+        TimelineView v;
+        v.resize(900, 420);
+        v.setLargestCount(2);  // two of embed's 40 drawn alone: the rest is grey without groups
+        v.setDocument(doc.get());
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.redraw();
+        QCOMPARE(v.stackGroups().groupCount(), size_t(1));
+        QVERIFY2(v.legendText().contains(QStringLiteral("many allocations of one call site")), qPrintable(v.legendText()));
+        QCOMPARE(v.layout().bands().groupCount(), size_t(1));
+        // at entry 200, 38 of embed's allocations (2.375 MiB) are summed at the bottom
+        const int col = v.layout().binning().columnAt(200.0);
+        QCOMPARE(v.layout().bands().groupBytes(col, 0), int64_t(38 * 64 * KiB));
+        QCustomPlot* p = v.plot();
+        const QPoint bottom(static_cast<int>(p->xAxis->coordToPixel(200.0)), static_cast<int>(p->yAxis->coordToPixel(1.0 * MiB)));
+        QCOMPARE(v.lifetimeAt(bottom), TimelineBands::groupHit(0));
+        const QString text = v.describeAt(bottom);
+        QVERIFY2(text.contains(QStringLiteral("38 allocations from one call site")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("embed (model.py:40)")), qPrintable(text));
+        QTest::mouseClick(p, Qt::LeftButton, {}, bottom);
+        QCOMPARE(doc->selectedStack(), doc->deviceData().trace.stack[0]);  // embed's first alloc
+    }
+
     void truncatedTraceAndPrivatePools() {
         auto doc = viewtest::newerDocument();
         TimelineView v;
