@@ -655,6 +655,14 @@ QString TimelineView::describeLifetime(int64_t lifetime) const {
     return tr("%1 at %2, %3 → %4").arg(formatBytes(static_cast<double>(l.size)), hexAddress(l.address), from, to);
 }
 
+QString TimelineView::stackHtml(model::StackId stack) const {
+    const auto fr = frames::usefulFrames(m_doc->snapshot(), stack, 6);
+    if (fr.empty()) return QStringLiteral("<br><i>%1</i>").arg(tr("no stack recorded"));
+    QString html = QStringLiteral("<br><span style='font-family:monospace'>");
+    for (model::FrameId f : fr) html += htmlEscaped(frames::label(m_doc->snapshot(), f)) + QStringLiteral("<br>");
+    return html + QStringLiteral("</span>");
+}
+
 QString TimelineView::describeAt(const QPoint& pos) const {
     if (!m_doc || m_axis.count() == 0 || !m_plot->axisRect()->rect().contains(pos)) return {};
     const int64_t hit = lifetimeAt(pos);
@@ -678,14 +686,7 @@ QString TimelineView::describeAt(const QPoint& pos) const {
         html += from + QStringLiteral(" → ") + to;
         if (!l.allocatedBeforeRecording() && l.end < m_doc->entryCount())
             html += tr(" (%1 entries)").arg(entryNumber(l.end - l.begin));
-        const auto fr = frames::usefulFrames(m_doc->snapshot(), l.stack, 6);
-        if (fr.empty()) {
-            html += QStringLiteral("<br><i>%1</i>").arg(tr("no stack recorded"));
-        } else {
-            html += QStringLiteral("<br><span style='font-family:monospace'>");
-            for (model::FrameId f : fr) html += htmlEscaped(frames::label(m_doc->snapshot(), f)) + QStringLiteral("<br>");
-            html += QStringLiteral("</span>");
-        }
+        html += stackHtml(l.stack);
     } else if (TimelineBands::isGroupHit(hit)) {
         const TimelineBands& bands = m_layout.bands();
         const size_t g = TimelineBands::groupOfHit(hit);
@@ -693,14 +694,7 @@ QString TimelineView::describeAt(const QPoint& pos) const {
         html += tr("<b>%1 allocations from one call site</b>, summed: %2 live here")
                     .arg(QLocale::system().toString(static_cast<qulonglong>(bands.groupAllocations(g))),
                          formatBytes(static_cast<double>(bands.groupBytes(column, g))));
-        const auto fr = frames::usefulFrames(m_doc->snapshot(), bands.groupStack(g), 6);
-        if (fr.empty()) {
-            html += QStringLiteral("<br><i>%1</i>").arg(tr("no stack recorded"));
-        } else {
-            html += QStringLiteral("<br><span style='font-family:monospace'>");
-            for (model::FrameId f : fr) html += htmlEscaped(frames::label(m_doc->snapshot(), f)) + QStringLiteral("<br>");
-            html += QStringLiteral("</span>");
-        }
+        html += stackHtml(bands.groupStack(g));
     } else if (hit == TimelineBands::kOther) {
         html += tr("<b>Other allocations</b>: those not drawn one by one, summed");
         html += QStringLiteral("<br>");

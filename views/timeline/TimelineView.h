@@ -110,6 +110,8 @@ public:
     int columnAt(const QPoint& plotPos) const;  // the layout's column under plotPos
     QString describeAt(const QPoint& plotPos) const;
     QString describeLifetime(int64_t lifetime) const;
+    // The hover's lines for a stack: its useful frames, or "no stack recorded".
+    QString stackHtml(model::StackId stack) const;
 
 private:
     void buildToolbar(QWidget* bar);
