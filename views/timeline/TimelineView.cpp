@@ -34,9 +34,6 @@ constexpr int kMarginRight = 18;
 constexpr int kMarginBottom = 40;
 constexpr int kMarginTop = 10;
 constexpr int kDragThreshold = 4;
-// The banded allocations' widths add up to at most this many plot widths
-// (AllocationLifetimes::mostVisible): a bound on the strokes per pixel column, whatever is chosen.
-constexpr double kMaxBandCover = 100.0;
 
 const QColor kLiveColor(0x1f, 0x23, 0x2b);
 const QColor kReservedLine(0x4f, 0x7c, 0xb3);
