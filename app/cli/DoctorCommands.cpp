@@ -280,8 +280,7 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
 int printStackDiff(const CliArgs& a, const std::string& nameA, const Snapshot& sa0, const std::string& nameB, const Snapshot& sb0, int device) {
     if (device < 0 || !sa0.device(device) || !sb0.device(device))
         throw std::runtime_error(nameB + ": no device " + std::to_string(device) + " to compare with");
-    const StateHistory ha(sa0, device), hb(sb0, device);
-    const DeviceState sa = ha.stateAfter(ha.entries() - 1), sb = hb.stateAfter(hb.entries() - 1);
+    const DeviceState sa = finalDeviceState(sa0, device), sb = finalDeviceState(sb0, device);
     const auto deltas = diffLiveByStack(sa0, sa, sb0, sb);
     uint64_t liveA = 0, liveB = 0;
     for (const StackDelta& d : deltas) liveA += d.bytesA, liveB += d.bytesB;

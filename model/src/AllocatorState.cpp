@@ -325,24 +325,23 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     const TraceColumns& t = dd.trace;
     auto n = static_cast<int64_t>(t.rows());
 
-    // pair each free with the alloc it frees, walking forwards
+    // pair each free with the alloc it frees, walking forwards; what stays open at the end is
+    // the alloc entry of each block alive after the trace (lastAllocs)
     d_->pairedAlloc.assign(static_cast<size_t>(n), -1);
-    {
-        AddressMap<int64_t> open;
-        for (int64_t i = 0; i < n; ++i) {
-            switch (t.action[i]) {
-            case Action::Alloc: open[t.addr[i]] = i; break;
-            case Action::FreeRequested:
-            case Action::FreeCompleted:
-            case Action::Free: {
-                if (const int64_t* at = open.find(t.addr[i])) {
-                    d_->pairedAlloc[i] = *at;
-                    if (t.action[i] != Action::FreeRequested) open.erase(t.addr[i]);
-                }
-                break;
+    AddressMap<int64_t> open;
+    for (int64_t i = 0; i < n; ++i) {
+        switch (t.action[i]) {
+        case Action::Alloc: open[t.addr[i]] = i; break;
+        case Action::FreeRequested:
+        case Action::FreeCompleted:
+        case Action::Free: {
+            if (const int64_t* at = open.find(t.addr[i])) {
+                d_->pairedAlloc[i] = *at;
+                if (t.action[i] != Action::FreeRequested) open.erase(t.addr[i]);
             }
-            default: break;
-            }
+            break;
+        }
+        default: break;
         }
     }
 
@@ -369,16 +368,13 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         }
     }
     // alloc index of the blocks alive at the end: the last alloc at that address
-    {
-        AddressMap<int64_t> last = lastAllocs(t);
-        w.blocks.forEach([&last, &t](uint64_t a, Live& l) {
-            if (const int64_t* at = last.find(a)) {
-                l.allocIndex = *at;
-                if (!l.stack) l.stack = t.stack[*at];
-            }
-        });
-        d_->finalAllocIndex = std::move(last);
-    }
+    w.blocks.forEach([&open, &t](uint64_t a, Live& l) {
+        if (const int64_t* at = open.find(a)) {
+            l.allocIndex = *at;
+            if (!l.stack) l.stack = t.stack[*at];
+        }
+    });
+    d_->finalAllocIndex = std::move(open);
 
     // Checkpoint spacing: about 64 MiB of checkpoints, at least 256 entries apart. A query loads
     // the nearest checkpoint (its whole state) and undoes on average half an interval, so the

@@ -63,20 +63,17 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
         out.m_stacks.push_back(stack);
         out.m_counts.push_back(areas[stack].count);
     }
-    // sample s is entry first + (last - first) * s / (samples - 1), rounded down; a lifetime live
-    // in [begin, end) adds its bytes to the samples in that range (a difference array per group)
+    // a lifetime live in [begin, end) adds its bytes to the samples in that range (a difference
+    // array per group)
     const auto span = static_cast<double>(last - first);
-    const auto sampleEntry = [&](size_t s) {
-        return first + static_cast<int64_t>(span * static_cast<double>(s) / static_cast<double>(samples - 1));
-    };
     // the first sample at or after entry e (samples: none)
     const auto firstSampleFrom = [&](int64_t e) -> size_t {
         if (e <= first) return 0;
         if (e > last) return samples;
         auto s = static_cast<size_t>(std::ceil(static_cast<double>(e - first) * static_cast<double>(samples - 1) / span));
         s = std::min(s, samples);
-        while (s > 0 && sampleEntry(s - 1) >= e) --s;
-        while (s < samples && sampleEntry(s) < e) ++s;
+        while (s > 0 && out.sampleEntry(s - 1) >= e) --s;
+        while (s < samples && out.sampleEntry(s) < e) ++s;
         return s;
     };
     std::vector<int32_t> groupOfStack(areas.size(), -1);
@@ -104,6 +101,11 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
     return out;
 }
 
+int64_t StackAggregates::sampleEntry(size_t s) const {
+    return m_first + static_cast<int64_t>(static_cast<double>(m_last - m_first) * static_cast<double>(s) /
+                                          static_cast<double>(m_samples - 1));
+}
+
 int64_t StackAggregates::bytesAt(size_t group, int64_t entry) const {
     if (group >= m_stacks.size() || entry < m_first || entry > m_last) return 0;
     const auto span = static_cast<double>(m_last - m_first);
@@ -111,9 +113,6 @@ int64_t StackAggregates::bytesAt(size_t group, int64_t entry) const {
     auto s = span > 0 ? static_cast<size_t>(static_cast<double>(entry - m_first) * static_cast<double>(m_samples - 1) / span)
                       : size_t(0);
     s = std::min(s, m_samples - 1);
-    const auto sampleEntry = [&](size_t k) {
-        return m_first + static_cast<int64_t>(span * static_cast<double>(k) / static_cast<double>(m_samples - 1));
-    };
     while (s > 0 && sampleEntry(s) > entry) --s;
     while (s + 1 < m_samples && sampleEntry(s + 1) <= entry) ++s;
     return m_bytes[group * m_samples + s];

@@ -46,6 +46,9 @@ public:
     int64_t last() const { return m_last; }
 
 private:
+    // Sample s's entry: first + (last - first) * s / (samples - 1), rounded down.
+    int64_t sampleEntry(size_t s) const;
+
     int64_t m_first = 0, m_last = -1;
     size_t m_samples = 0;
     std::vector<model::StackId> m_stacks;

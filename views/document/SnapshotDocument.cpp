@@ -118,14 +118,9 @@ const TimelineExtras& SnapshotDocument::timelineExtras() const {
 int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(deviceData().trace.rows()); }
 
 const model::DeviceState& SnapshotDocument::currentState() const {
-    if (!m_state || m_state->at != m_current || m_state->device != m_device) {
-        // while rewinding the current entry is the last one, whose state the load has
-        const bool last = m_current == entryCount() - 1;
-        if (last && !m_histories.count(m_device) && m_loaded->finalStates.count(m_device))
-            m_state = *m_loaded->finalStates.at(m_device);
-        else
-            m_state = history().stateAfter(m_current);
-    }
+    // the last entry's state needs no history (while rewinding, the current entry is the last)
+    if (!m_state || m_state->at != m_current || m_state->device != m_device)
+        m_state = m_current == entryCount() - 1 ? finalState() : history().stateAfter(m_current);
     return *m_state;
 }
 

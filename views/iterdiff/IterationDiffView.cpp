@@ -238,8 +238,7 @@ bool IterationDiffView::compareWith(SnapshotDocument* other) {
             auto finalState = [device](const LoadedSnapshot& l) {
                 if (auto f = l.finalStates.find(device); f != l.finalStates.end()) return *f->second;
                 if (auto h = l.histories.find(device); h != l.histories.end()) return h->second->stateAfter(h->second->entries() - 1);
-                const model::StateHistory own(*l.snapshot, device);
-                return own.stateAfter(own.entries() - 1);
+                return model::finalDeviceState(*l.snapshot, device);
             };
             return std::make_shared<const std::vector<model::StackDelta>>(
                 model::diffLiveByStack(*a->snapshot, finalState(*a), *b->snapshot, finalState(*b)));

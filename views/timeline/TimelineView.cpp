@@ -399,8 +399,6 @@ void TimelineView::rebuild() {
     if (haveTrace) {
         const bool time = wantTime && timeAxisAvailable();
         m_axis = time ? EntryAxis::byTime(m_doc->deviceData().trace.timeUs) : EntryAxis::byIndex(m_doc->entryCount());
-        m_livePyramid = m_doc->timelineExtras().live;
-        m_reservedPyramid = m_doc->timelineExtras().reserved;
         m_overlay->setMarkers(&m_doc->markers(), &m_axis);
         m_overlay->setCurrent(m_doc->currentEvent());
         m_overlay->setSelection(m_doc->selection());
@@ -408,8 +406,6 @@ void TimelineView::rebuild() {
         if (m_byCategory && m_rolesOf != &m_doc->snapshot()) setColourByCategory(true);
     } else {
         m_axis = EntryAxis::byIndex(0);
-        m_livePyramid = SeriesPyramid();
-        m_reservedPyramid = SeriesPyramid();
     }
     m_xTicker->setTimeMode(m_axis.isTime());
     m_plot->xAxis->setLabel(m_axis.isTime() ? tr("Time since the first entry") : tr("Trace entry"));
@@ -574,7 +570,7 @@ void TimelineView::ensureLayout() {
         m_layout = TimelineLayout();
     } else {
         m_layout = TimelineLayout::compute(m_axis, m_doc->timeline(), m_doc->lifetimes(), m_chosen, x0, x1, width,
-                                           &m_livePyramid, &m_reservedPyramid, &m_groups);
+                                           &m_doc->timelineExtras().live, &m_doc->timelineExtras().reserved, &m_groups);
     }
     applyLayout();
 }

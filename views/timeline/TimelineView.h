@@ -12,7 +12,6 @@
 #include "memlens/model/WhatIf.h"
 #include "core/EntryAxis.h"
 #include "core/ProcessSamplesPlacement.h"
-#include "core/SeriesPyramid.h"
 #include "core/StackAggregates.h"
 #include "core/TimelineLayout.h"
 
@@ -65,12 +64,12 @@ public:
     void setLargestCount(int n);
     // Chooses the banded allocations for the current range now (what the timer does).
     void chooseBands();
-    // Indices into the document's lifetimes that have a band, ascending.
     // The banded allocations' widths add up to at most this many plot widths
     // (AllocationLifetimes::mostVisible): a bound on the strokes per pixel column, whatever is
     // chosen. What is left is summed by call site (StackAggregates), so the bound can be tight:
-    // at 100 a full-range redraw of a 2 GB trace took 21 ms (15,000 bands).
+    // at 100 a full-range redraw of a 2 GB trace took 26 ms (15,000 bands), at 25 17 ms.
     static constexpr double kMaxBandCover = 25.0;
+    // Indices into the document's lifetimes that have a band, ascending.
     const std::vector<uint32_t>& bandedLifetimes() const { return m_chosen; }
     // The stacks whose other allocations are drawn summed, one band each (for tests and benches).
     const StackAggregates& stackGroups() const { return m_groups; }
@@ -169,8 +168,6 @@ private:
     QSharedPointer<EntryAxisTicker> m_xTicker;
 
     EntryAxis m_axis;
-    SeriesPyramid m_livePyramid;
-    SeriesPyramid m_reservedPyramid;
     std::vector<uint32_t> m_chosen;
     StackAggregates m_groups;  // what is not chosen, summed by stack (at the overview of long traces)
     int m_largest = 15000;  // as PyTorch's viewer's default
