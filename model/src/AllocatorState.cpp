@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 namespace memlens::model {
 
@@ -49,10 +51,23 @@ struct LiveRec {
     Live live;
 };
 
+// A block as a checkpoint keeps it: 32 bytes instead of LiveRec's 48, its three flags in a byte
+// array beside (a checkpoint of a 600 MB trace holds some 175,000 blocks, and there are nine).
+struct PackedLive {
+    static constexpr uint32_t kNoAlloc = ~uint32_t(0);
+    uint64_t address;
+    uint64_t size;
+    uint64_t requested;
+    StackId stack;
+    uint32_t allocIndex;  // kNoAlloc: none (the history refuses traces of 2^32 - 1 entries or more)
+};
+static_assert(sizeof(PackedLive) == 32);
+
 struct Checkpoint {
     int64_t at;  // state right after this entry
     std::vector<SegRec> segments;
-    std::vector<LiveRec> blocks;
+    std::vector<PackedLive> blocks;
+    std::vector<uint8_t> flags;  // per block: 1 pending, 2 recreated, 4 estimated
 };
 
 struct Working {
@@ -67,7 +82,9 @@ struct StateHistory::Impl {
     int device = 0;
     const DeviceData* data = nullptr;
     DeviceData empty;
-    std::vector<int64_t> pairedAlloc;  // for free entries: index of the alloc they free (-1: not recorded)
+    // for free entries: index of the alloc they free (kNoAlloc: not recorded); 32 bits, since
+    // a 600 MB trace has 3.8 million entries
+    std::vector<uint32_t> pairedAlloc;
     std::vector<Checkpoint> checkpoints;  // ascending by at
     size_t interval = 0;
 
@@ -106,7 +123,7 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
         }
         b.recreated = true;
         b.pending = t.action[i] == Action::FreeCompleted;
-        b.allocIndex = pairedAlloc[i];
+        b.allocIndex = pairedAlloc[i] == PackedLive::kNoAlloc ? -1 : static_cast<int64_t>(pairedAlloc[i]);
         b.stack = b.allocIndex >= 0 ? t.stack[b.allocIndex] : t.stack[i];
         if (b.allocIndex >= 0 && t.size[b.allocIndex] != size) b.requested = t.size[b.allocIndex];
         w.blocks[addr] = b;
@@ -177,9 +194,13 @@ Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
     c.segments.reserve(w.segments.size());
     for (const auto& [a, s] : w.segments) c.segments.push_back({a, s});
     c.blocks.reserve(w.blocks.size());
-    w.blocks.forEach([&c](uint64_t a, const Live& b) { c.blocks.push_back({a, b}); });
+    c.flags.reserve(w.blocks.size());
+    w.blocks.forEach([&c](uint64_t a, const Live& b) {
+        c.blocks.push_back({a, b.size, b.requested, b.stack,
+                            b.allocIndex < 0 ? PackedLive::kNoAlloc : static_cast<uint32_t>(b.allocIndex)});
+        c.flags.push_back(static_cast<uint8_t>((b.pending ? 1 : 0) | (b.recreated ? 2 : 0) | (b.estimated ? 4 : 0)));
+    });
     c.segments.shrink_to_fit();
-    c.blocks.shrink_to_fit();
     return c;
 }
 
@@ -187,7 +208,17 @@ Working StateHistory::Impl::load(const Checkpoint& c) const {
     Working w;
     for (const auto& r : c.segments) w.segments.emplace_hint(w.segments.end(), r.address, r.seg);
     w.blocks = AddressMap<Live>(c.blocks.size() + std::min<size_t>(interval, 4096));
-    for (const auto& r : c.blocks) w.blocks[r.address] = r.live;
+    for (size_t i = 0; i < c.blocks.size(); ++i) {
+        const PackedLive& r = c.blocks[i];
+        Live& l = w.blocks[r.address];
+        l.size = r.size;
+        l.requested = r.requested;
+        l.stack = r.stack;
+        l.allocIndex = r.allocIndex == PackedLive::kNoAlloc ? -1 : static_cast<int64_t>(r.allocIndex);
+        l.pending = (c.flags[i] & 1) != 0;
+        l.recreated = (c.flags[i] & 2) != 0;
+        l.estimated = (c.flags[i] & 4) != 0;
+    }
     return w;
 }
 
@@ -327,7 +358,10 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
 
     // pair each free with the alloc it frees, walking forwards; what stays open at the end is
     // the alloc entry of each block alive after the trace (lastAllocs)
-    d_->pairedAlloc.assign(static_cast<size_t>(n), -1);
+    if (static_cast<uint64_t>(n) >= PackedLive::kNoAlloc)
+        throw std::length_error("a trace of " + std::to_string(n) +
+                                " entries is more than the state history can index (2^32 - 2)");
+    d_->pairedAlloc.assign(static_cast<size_t>(n), PackedLive::kNoAlloc);
     AddressMap<int64_t> open;
     for (int64_t i = 0; i < n; ++i) {
         switch (t.action[i]) {
@@ -336,7 +370,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         case Action::FreeCompleted:
         case Action::Free: {
             if (const int64_t* at = open.find(t.addr[i])) {
-                d_->pairedAlloc[i] = *at;
+                d_->pairedAlloc[i] = static_cast<uint32_t>(*at);
                 if (t.action[i] != Action::FreeRequested) open.erase(t.addr[i]);
             }
             break;
@@ -376,13 +410,13 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     });
     d_->finalAllocIndex = std::move(open);
 
-    // Checkpoint spacing: about 64 MiB of checkpoints, at least 256 entries apart. A query loads
+    // Checkpoint spacing: about 48 MiB of checkpoints, at least 256 entries apart. A query loads
     // the nearest checkpoint (its whole state) and undoes on average half an interval, so the
     // spacing may grow up to twice the state's size (or 65,536 entries) before undoing costs more
-    // than loading: a 215,000-block state then keeps 9 checkpoints (105 MB) instead of 59.
+    // than loading: a 215,000-block state then keeps 9 checkpoints instead of 59.
     if (interval == 0) {
         const double stateSize = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
-        const double budget = 64.0 * 1024 * 1024 / (sizeof(LiveRec));
+        const double budget = 48.0 * 1024 * 1024 / (sizeof(PackedLive) + 1);
         const double count = std::max(1.0, budget / stateSize);
         const double widest = static_cast<double>(std::bit_ceil(static_cast<uint64_t>(std::max(65536.0, 2 * stateSize))));
         interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, widest));
@@ -413,9 +447,10 @@ int64_t StateHistory::entries() const { return static_cast<int64_t>(d_->data->tr
 size_t StateHistory::checkpointCount() const { return d_->checkpoints.size(); }
 
 size_t StateHistory::memoryBytes() const {
-    size_t n = d_->pairedAlloc.capacity() * sizeof(int64_t);
+    size_t n = d_->pairedAlloc.capacity() * sizeof(uint32_t);
     for (const auto& c : d_->checkpoints)
-        n += c.segments.capacity() * sizeof(SegRec) + c.blocks.capacity() * sizeof(LiveRec) + sizeof(Checkpoint);
+        n += c.segments.capacity() * sizeof(SegRec) + c.blocks.capacity() * sizeof(PackedLive) + c.flags.capacity() +
+             sizeof(Checkpoint);
     return n;
 }
 

@@ -9,8 +9,11 @@ namespace memlens::model {
 
 std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
     std::vector<AllocationLife> out;
-    AddressMap<size_t> open;  // address -> index into out
     const auto n = static_cast<int64_t>(t.rows());
+    // exactly one per alloc: a vector grown by doubling would hold up to twice that (on a 600 MB
+    // trace, 1.4 million allocs: 22 MB instead of up to 45)
+    out.reserve(static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));
+    AddressMap<size_t> open;  // address -> index into out
     for (int64_t i = 0; i < n; ++i) {
         const Action a = t.action[i];
         if (a == Action::Alloc) {

@@ -62,11 +62,10 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
     for (const Segment& s : device.segments) reserved += static_cast<int64_t>(s.totalSize);
     const TraceColumns& tr = device.trace;
     size_t n = tr.rows();
-    t.liveBytes.resize(n);
-    t.reservedBytes.resize(n);
+    PackedSeries::BackwardWriter liveOut(n), reservedOut(n);
     for (size_t i = n; i-- > 0;) {
-        t.liveBytes[i] = live;
-        t.reservedBytes[i] = reserved;
+        liveOut.push(live);
+        reservedOut.push(reserved);
         auto size = static_cast<int64_t>(tr.size[i]);
         switch (tr.action[i]) {
         case Action::Alloc: live -= size; break;
@@ -79,17 +78,19 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
         default: break;
         }
     }
+    t.liveBytes = liveOut.take();
+    t.reservedBytes = reservedOut.take();
     t.liveBefore = live;
     t.reservedBefore = reserved;
     t.peakLive = live;
     t.peakReserved = reserved;
-    for (size_t i = 0; i < n; ++i) {
-        if (t.liveBytes[i] > t.peakLive) {
-            t.peakLive = t.liveBytes[i];
+    t.liveBytes.scan(0, n, [&t](size_t i, int64_t v) {
+        if (v > t.peakLive) {
+            t.peakLive = v;
             t.peakLiveIndex = i;
         }
-        if (t.reservedBytes[i] > t.peakReserved) t.peakReserved = t.reservedBytes[i];
-    }
+    });
+    t.reservedBytes.scan(0, n, [&t](size_t, int64_t v) { t.peakReserved = std::max(t.peakReserved, v); });
     std::map<PoolId, bool> pools;
     for (const Segment& s : device.segments)
         if (!s.pool().isDefault()) pools[s.pool()] = true;

@@ -115,8 +115,8 @@ TEST(AllocatorState, OldMergedFreeEntries) {
     EXPECT_EQ(layout(h.stateAfter(3)),
               (std::vector<std::string>{"inactive@0+1024", "active_allocated@1024+5120", "inactive@6144+2091008"}));
     auto tl = computeTimeline(*snap.device(0));
-    EXPECT_EQ(tl.liveBytes, (std::vector<int64_t>{0, 1000, 6000, 5000}));
-    EXPECT_EQ(tl.reservedBytes, (std::vector<int64_t>{int64_t(MiB2), int64_t(MiB2), int64_t(MiB2), int64_t(MiB2)}));
+    EXPECT_EQ(tl.liveBytes.toVector(), (std::vector<int64_t>{0, 1000, 6000, 5000}));
+    EXPECT_EQ(tl.reservedBytes.toVector(), (std::vector<int64_t>{int64_t(MiB2), int64_t(MiB2), int64_t(MiB2), int64_t(MiB2)}));
 }
 
 TEST(AllocatorState, ExpandableSegmentsMapAndUnmap) {

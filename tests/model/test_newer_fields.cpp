@@ -71,8 +71,8 @@ TEST(NewerFields, PinnedHostMemoryIsADeviceOfItsOwn) {
     EXPECT_EQ(stats[1].traceEvents, 9u);  // the host's entries stay out of the GPU's trace
     // its timeline: 4 KiB then 12 KiB reserved; live 4 KiB, 12 KiB, back to 4 KiB at the free
     const DeviceTimeline tl = computeTimeline(*host);
-    EXPECT_EQ(tl.reservedBytes, (std::vector<int64_t>{4096, 4096, 12288, 12288, 12288, 12288}));
-    EXPECT_EQ(tl.liveBytes, (std::vector<int64_t>{0, 4096, 4096, 12288, 12288, 4096}));
+    EXPECT_EQ(tl.reservedBytes.toVector(), (std::vector<int64_t>{4096, 4096, 12288, 12288, 12288, 12288}));
+    EXPECT_EQ(tl.liveBytes.toVector(), (std::vector<int64_t>{0, 4096, 4096, 12288, 12288, 4096}));
     EXPECT_EQ(tl.reservedBefore, 0);
 }
 

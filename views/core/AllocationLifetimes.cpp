@@ -3,23 +3,43 @@
 #include "memlens/model/AddressMap.h"
 
 #include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
 #include <unordered_set>
 
 namespace memlens::views {
 
+namespace {
+
+int32_t entryCount(const model::TraceColumns& trace) {
+    if (trace.rows() > static_cast<size_t>(INT32_MAX))
+        throw std::length_error("a trace of " + std::to_string(trace.rows()) +
+                                " entries is more than the allocation lifetimes can index (2^31 - 1)");
+    return static_cast<int32_t>(trace.rows());
+}
+
+} // namespace
+
 AllocationLifetimes AllocationLifetimes::compute(const model::TraceColumns& trace) {
     AllocationLifetimes out;
-    out.pair(trace);
-    out.finish();
+    std::vector<AllocationLifetime> before;
+    out.pair(trace, 1024, before);
+    out.finish(before);
     return out;
 }
 
 AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device) {
     AllocationLifetimes out;
-    out.pair(device.trace);
-    const auto n = static_cast<int64_t>(device.trace.rows());
+    std::vector<AllocationLifetime> before;
+    size_t active = 0;
+    for (const model::Block& b : device.blocks) active += b.state != model::BlockState::Inactive;
+    out.pair(device.trace, active + 1024, before);
+    const int32_t n = entryCount(device.trace);
     std::unordered_set<uint64_t> liveAtEnd;
     for (const AllocationLifetime& l : out.m_all)
+        if (l.end >= n) liveAtEnd.insert(l.address);
+    for (const AllocationLifetime& l : before)
         if (l.end >= n) liveAtEnd.insert(l.address);
     for (const model::Block& b : device.blocks) {
         if (b.state == model::BlockState::Inactive || liveAtEnd.count(b.address)) continue;
@@ -29,25 +49,34 @@ AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device
         l.address = b.address;
         l.size = b.requestedSize;
         l.stack = b.stack;
-        out.m_all.push_back(l);
+        before.push_back(l);
     }
-    out.finish();
+    out.finish(before);
     return out;
 }
 
-void AllocationLifetimes::pair(const model::TraceColumns& trace) {
+void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveBefore,
+                               std::vector<AllocationLifetime>& before) {
     using model::Action;
+    const int32_t n = entryCount(trace);
+    size_t allocs = 0;
+    for (int32_t i = 0; i < n; ++i) allocs += trace.action[static_cast<size_t>(i)] == Action::Alloc;
     auto& all = m_all;
-    const int64_t n = static_cast<int64_t>(trace.rows());
-    model::AddressMap<size_t> open;  // address -> index into all
-    for (int64_t i = 0; i < n; ++i) {
+    all.reserve(allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
+    // address -> index into all, or kBefore | index into before
+    constexpr size_t kBefore = size_t(1) << 63;
+    model::AddressMap<size_t> open;
+    for (int32_t i = 0; i < n; ++i) {
         const Action a = trace.action[static_cast<size_t>(i)];
         if (a != Action::Alloc && a != Action::FreeRequested && a != Action::FreeCompleted && a != Action::Free) continue;
         const uint64_t addr = trace.addr[static_cast<size_t>(i)];
         size_t* it = open.find(addr);
+        const auto lifetime = [&](size_t ref) -> AllocationLifetime& {
+            return (ref & kBefore) ? before[ref & ~kBefore] : all[ref];
+        };
         if (a == Action::Alloc) {
             if (it) {  // the free of the previous block here was lost: end it now
-                all[*it].end = i;
+                lifetime(*it).end = i;
                 open.erase(addr);
             }
             AllocationLifetime l;
@@ -67,10 +96,10 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace) {
             l.address = addr;
             l.size = trace.size[static_cast<size_t>(i)];
             l.stack = trace.stack[static_cast<size_t>(i)];
-            it = &(open[addr] = all.size());
-            all.push_back(l);
+            it = &(open[addr] = kBefore | before.size());
+            before.push_back(l);
         }
-        AllocationLifetime& l = all[*it];
+        AllocationLifetime& l = lifetime(*it);
         if (a == Action::FreeRequested) {
             l.freeRequested = i;
         } else {
@@ -81,12 +110,20 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace) {
     // allocations alive at the end keep end == n
 }
 
-void AllocationLifetimes::finish() {
-    // Order by begin. The trace's lifetimes were added in the order of their allocs, those from
-    // before the recording (begin -1) in the order of their frees or at the end: moving the
-    // latter to the front, in their order, sorts the whole (a stable sort did the same in
-    // O(n log n)).
-    std::stable_partition(m_all.begin(), m_all.end(), [](const AllocationLifetime& l) { return l.begin < 0; });
+void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before) {
+    // Order by begin: the trace's lifetimes are in the order of their allocs; those from before
+    // the recording (begin -1, in the order of their frees, then the final state's) go in front.
+    // In place when the reserve holds them (it does unless many frees had no alloc).
+    const size_t k = before.size(), m = m_all.size();
+    if (k > 0) {
+        if (m_all.capacity() < m + k) m_all.reserve(m + k);
+        m_all.resize(m + k);
+        std::move_backward(m_all.begin(), m_all.begin() + static_cast<std::ptrdiff_t>(m), m_all.end());
+        std::copy(before.begin(), before.end(), m_all.begin());
+    }
+    std::vector<AllocationLifetime>().swap(before);
+    // no shrink_to_fit: the reserve beyond the end was never touched, so it costs address space,
+    // not memory, where copying the lifetimes would cost them twice for a moment
 }
 
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
@@ -111,7 +148,7 @@ std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis
     const double start = axis.startX(), endX = axis.endX();
     for (size_t i = 0; i < m_all.size(); ++i) {
         const AllocationLifetime& l = m_all[i];
-        const double b = l.begin < 0 ? start : axis.x(std::min(l.begin, count - 1));
+        const double b = l.begin < 0 ? start : axis.x(std::min<int64_t>(l.begin, count - 1));
         const double e = l.end >= count ? endX : axis.x(std::max<int64_t>(l.end, 0));
         const double span = std::min(e, x1) - std::max(b, x0);
         if (span > 0 && l.size > 0) area.emplace_back(span * static_cast<double>(l.size), static_cast<uint32_t>(i));

@@ -12,21 +12,25 @@
 namespace memlens::views {
 
 struct AllocationLifetime {
-    // Live in the states right after entries [begin, end).
-    int64_t begin = -1;          // the alloc entry; -1: allocated before recording (the free is all we saw)
-    int64_t end = 0;             // the free_completed (or free) entry; the entry count if still live at the end
-    int64_t freeRequested = -1;  // the free_requested entry, if any
+    // Live in the states right after entries [begin, end). Entry indices take 32 bits (a trace of
+    // more than 2^31 - 1 entries, some 400 GB of pickle, is refused by compute()): 32 bytes a
+    // lifetime, and a 600 MB trace has more than a million of them.
+    int32_t begin = -1;          // the alloc entry; -1: allocated before recording (the free is all we saw)
+    int32_t end = 0;             // the free_completed (or free) entry; the entry count if still live at the end
+    int32_t freeRequested = -1;  // the free_requested entry, if any
+    model::StackId stack = 0;    // the alloc's stack, or the free's when the alloc was not recorded
     uint64_t address = 0;
     uint64_t size = 0;           // requested bytes
-    model::StackId stack = 0;    // the alloc's stack, or the free's when the alloc was not recorded
 
     bool allocatedBeforeRecording() const { return begin < 0; }
     bool liveAt(int64_t entry) const { return begin <= entry && entry < end; }
 };
+static_assert(sizeof(AllocationLifetime) == 32);
 
 class AllocationLifetimes {
 public:
     AllocationLifetimes() = default;
+    // Both throw std::length_error for a trace of more than 2^31 - 1 entries.
     static AllocationLifetimes compute(const model::TraceColumns& trace);
     // The trace's lifetimes plus one for each active block of the final state that no lifetime
     // live at the end accounts for (same address).
@@ -53,8 +57,12 @@ public:
     size_t memoryBytes() const;
 
 private:
-    void pair(const model::TraceColumns& trace);
-    void finish();
+    // Pairs the trace's allocs and frees: the lifetimes with an alloc into m_all (in the order of
+    // their allocs), those without one (the free is all we saw) into before (in the order of their
+    // frees). m_all is reserved for the allocs plus reserveBefore more, so that finish() can put
+    // before in front without a second array.
+    void pair(const model::TraceColumns& trace, size_t reserveBefore, std::vector<AllocationLifetime>& before);
+    void finish(std::vector<AllocationLifetime>& before);
 
     std::vector<AllocationLifetime> m_all;
 };

@@ -6,19 +6,38 @@ namespace memlens::views {
 
 namespace {
 
-void scan(const int64_t* v, int64_t from, int64_t to, RangeExtremes& r) {  // [from, to)
+// [from, to) of a plain series
+void scan(std::span<const int64_t> v, int64_t from, int64_t to, RangeExtremes& r) {
     for (int64_t i = from; i < to; ++i) {
-        if (v[i] < r.min) r.min = v[i];
-        if (v[i] > r.max) {
-            r.max = v[i];
+        const int64_t x = v[static_cast<size_t>(i)];
+        if (x < r.min) r.min = x;
+        if (x > r.max) {
+            r.max = x;
             r.maxIndex = i;
         }
     }
 }
 
+// ... and of a packed one
+void scan(const model::PackedSeries& v, int64_t from, int64_t to, RangeExtremes& r) {
+    if (from >= to) return;
+    v.scan(static_cast<size_t>(from), static_cast<size_t>(to), [&r](size_t i, int64_t x) {
+        if (x < r.min) r.min = x;
+        if (x > r.max) {
+            r.max = x;
+            r.maxIndex = static_cast<int64_t>(i);
+        }
+    });
+}
+
 } // namespace
 
-SeriesPyramid::SeriesPyramid(std::span<const int64_t> series) : m_size(static_cast<int64_t>(series.size())) {
+SeriesPyramid::SeriesPyramid(std::span<const int64_t> series) { build(series); }
+SeriesPyramid::SeriesPyramid(const model::PackedSeries& series) { build(series); }
+
+template <class Series>
+void SeriesPyramid::build(const Series& series) {
+    m_size = static_cast<int64_t>(series.size());
     const int64_t blocks = (m_size + kBlock - 1) / kBlock;
     m_min.resize(static_cast<size_t>(blocks));
     m_max.resize(static_cast<size_t>(blocks));
@@ -26,7 +45,7 @@ SeriesPyramid::SeriesPyramid(std::span<const int64_t> series) : m_size(static_ca
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t from = b * kBlock, to = std::min(m_size, from + kBlock);
         RangeExtremes r{series[static_cast<size_t>(from)], series[static_cast<size_t>(from)], from};
-        scan(series.data(), from + 1, to, r);
+        scan(series, from + 1, to, r);
         m_min[static_cast<size_t>(b)] = r.min;
         m_max[static_cast<size_t>(b)] = r.max;
         m_maxIndex[static_cast<size_t>(b)] = r.maxIndex;
@@ -34,8 +53,17 @@ SeriesPyramid::SeriesPyramid(std::span<const int64_t> series) : m_size(static_ca
 }
 
 RangeExtremes SeriesPyramid::reduce(std::span<const int64_t> series, int64_t first, int64_t last) const {
-    const int64_t* v = series.data();
-    RangeExtremes r{v[first], v[first], first};
+    return reduceIn(series, first, last);
+}
+
+RangeExtremes SeriesPyramid::reduce(const model::PackedSeries& series, int64_t first, int64_t last) const {
+    return reduceIn(series, first, last);
+}
+
+template <class Series>
+RangeExtremes SeriesPyramid::reduceIn(const Series& v, int64_t first, int64_t last) const {
+    const int64_t v0 = v[static_cast<size_t>(first)];
+    RangeExtremes r{v0, v0, first};
     const int64_t end = last + 1;
     const int64_t firstWhole = (first + 1 + kBlock - 1) / kBlock;  // first block starting after `first`
     const int64_t endWhole = end / kBlock;                         // blocks [firstWhole, endWhole) lie inside

@@ -2,6 +2,8 @@
 // Min and max of a long series per block of 64 values, so that the min/max of any range costs
 // its two partial blocks plus one step per whole block: a full-range envelope of 1,000,000
 // entries reads about 16,000 block summaries instead of every entry.
+#include "memlens/model/PackedSeries.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,13 +22,19 @@ public:
 
     SeriesPyramid() = default;
     explicit SeriesPyramid(std::span<const int64_t> series);
+    explicit SeriesPyramid(const model::PackedSeries& series);
 
     bool empty() const { return m_size == 0; }
     int64_t size() const { return m_size; }
     // Extremes of series[first..last] (0 <= first <= last < size); series must be the one built from.
     RangeExtremes reduce(std::span<const int64_t> series, int64_t first, int64_t last) const;
+    RangeExtremes reduce(const model::PackedSeries& series, int64_t first, int64_t last) const;
 
 private:
+    template <class Series>
+    void build(const Series& series);
+    template <class Series>
+    RangeExtremes reduceIn(const Series& series, int64_t first, int64_t last) const;
     int64_t m_size = 0;
     std::vector<int64_t> m_min;
     std::vector<int64_t> m_max;

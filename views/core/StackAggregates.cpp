@@ -25,7 +25,7 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
     std::vector<Area> areas;  // by stack id (dense: a snapshot's stacks are numbered from 0)
     double total = 0, chosenTotal = 0;
     const auto inside = [&](const AllocationLifetime& l) {
-        return std::max<int64_t>(0, std::min(l.end, last + 1) - std::max(l.begin, first));
+        return std::max<int64_t>(0, std::min<int64_t>(l.end, last + 1) - std::max<int64_t>(l.begin, first));
     };
     for (size_t i = 0; i < all.size(); ++i) {
         const AllocationLifetime& l = all[i];

@@ -41,6 +41,43 @@ int TimelineBinning::columnAt(double x) const {
 
 std::vector<ColumnEnvelope> TimelineBinning::envelope(std::span<const int64_t> series, int64_t before,
                                                       const SeriesPyramid* pyramid) const {
+    return envelopeOf(series, before, pyramid);
+}
+
+std::vector<ColumnEnvelope> TimelineBinning::envelope(const model::PackedSeries& series, int64_t before,
+                                                      const SeriesPyramid* pyramid) const {
+    return envelopeOf(series, before, pyramid);
+}
+
+namespace {
+
+// Folds series[from..last] into e.
+void foldRange(std::span<const int64_t> series, int64_t from, int64_t last, ColumnEnvelope& e) {
+    for (int64_t i = from; i <= last; ++i) {
+        const int64_t v = series[static_cast<size_t>(i)];
+        if (v < e.min) e.min = v;
+        if (v > e.max) {
+            e.max = v;
+            e.maxEntry = i;
+        }
+    }
+}
+
+void foldRange(const model::PackedSeries& series, int64_t from, int64_t last, ColumnEnvelope& e) {
+    series.scan(static_cast<size_t>(from), static_cast<size_t>(last) + 1, [&e](size_t i, int64_t v) {
+        if (v < e.min) e.min = v;
+        if (v > e.max) {
+            e.max = v;
+            e.maxEntry = static_cast<int64_t>(i);
+        }
+    });
+}
+
+} // namespace
+
+template <class Series>
+std::vector<ColumnEnvelope> TimelineBinning::envelopeOf(const Series& series, int64_t before,
+                                                        const SeriesPyramid* pyramid) const {
     std::vector<ColumnEnvelope> out(m_columns.size());
     const int64_t n = static_cast<int64_t>(series.size());
     if (pyramid && pyramid->size() != n) pyramid = nullptr;
@@ -64,15 +101,7 @@ std::vector<ColumnEnvelope> TimelineBinning::envelope(std::span<const int64_t> s
                     e.maxEntry = r.maxIndex;
                 }
             } else {
-                const int64_t* p = series.data();
-                for (int64_t i = from; i <= last; ++i) {
-                    const int64_t v = p[i];
-                    if (v < e.min) e.min = v;
-                    if (v > e.max) {
-                        e.max = v;
-                        e.maxEntry = i;
-                    }
-                }
+                foldRange(series, from, last, e);
             }
         }
         out[c] = e;

@@ -46,8 +46,12 @@ public:
     // read its block summaries instead of every entry (same result).
     std::vector<ColumnEnvelope> envelope(std::span<const int64_t> series, int64_t before,
                                          const SeriesPyramid* pyramid = nullptr) const;
+    std::vector<ColumnEnvelope> envelope(const model::PackedSeries& series, int64_t before,
+                                         const SeriesPyramid* pyramid = nullptr) const;
 
 private:
+    template <class Series>
+    std::vector<ColumnEnvelope> envelopeOf(const Series& series, int64_t before, const SeriesPyramid* pyramid) const;
     double m_x0 = 0;
     double m_x1 = 0;
     std::vector<PixelColumn> m_columns;

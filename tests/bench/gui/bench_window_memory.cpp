@@ -56,17 +56,25 @@ int main(int argc, char** argv) {
     loop.exec();
     if (failed || !doc) return 1;
     const double openedS = std::chrono::duration<double>(Clock::now() - t0).count();
+    const long openedHwmKb = bench::procStatusKb("VmHWM"), openedRssKb = bench::procStatusKb("VmRSS");
     // the rest of what opening starts: the histories, then the analyses
     if (doc->isRewinding()) {
         QObject::connect(doc, &views::SnapshotDocument::historiesReady, &loop, &QEventLoop::quit);
         loop.exec();
     }
+    const long historiesHwmKb = bench::procStatusKb("VmHWM"), historiesRssKb = bench::procStatusKb("VmRSS");
     if (!views::JobTracker::waitForAllIdle(600'000)) {
         std::fprintf(stderr, "the window's jobs did not end within 10 minutes\n");
         return 1;
     }
     const double idleS = std::chrono::duration<double>(Clock::now() - t0).count();
     const long peakKb = bench::procStatusKb("VmHWM"), residentKb = bench::procStatusKb("VmRSS");
+    // what the document holds, by the parts' own accounting
+    double timelinesMb = 0, lifetimesMb = 0, historiesMb = 0;
+    for (const auto& [device, t] : doc->loaded().timelines)
+        timelinesMb += static_cast<double>(t->liveBytes.memoryBytes() + t->reservedBytes.memoryBytes()) / 1e6;
+    for (const auto& [device, l] : doc->loaded().lifetimes) lifetimesMb += static_cast<double>(l->memoryBytes()) / 1e6;
+    for (const auto& [device, h] : doc->histories()) historiesMb += static_cast<double>(h->memoryBytes()) / 1e6;
     const auto mb = [](long kb) { return static_cast<double>(kb) * 1024 / 1e6; };
     std::printf("%s: %.1f MB\n", QFileInfo(path).fileName().toUtf8().constData(), fileMb);
     std::printf("  the empty window             peak %8.1f MB\n", mb(emptyKb));
@@ -74,6 +82,11 @@ int main(int argc, char** argv) {
                 mb(peakKb), mb(peakKb) / fileMb, mb(peakKb) / fileMb <= 0.5 ? "ok" : "MISSED", mb(residentKb));
     std::printf("  without the empty window's own: peak %.1f MB = %.2f x file\n", mb(peakKb - emptyKb),
                 mb(peakKb - emptyKb) / fileMb);
+    std::printf("  when the document arrived:    peak %8.1f MB, resident %.1f MB\n", mb(openedHwmKb), mb(openedRssKb));
+    std::printf("  when its histories were ready: peak %8.1f MB, resident %.1f MB\n", mb(historiesHwmKb),
+                mb(historiesRssKb));
+    std::printf("  its parts: snapshot %.1f MB, timelines %.1f MB, allocation lifetimes %.1f MB, state histories %.1f MB\n",
+                static_cast<double>(doc->snapshot().memoryBytes()) / 1e6, timelinesMb, lifetimesMb, historiesMb);
     std::printf("  document after %.2f s, every job idle after %.2f s\n", openedS, idleS);
     std::printf("RESULT file_bytes=%lld empty_hwm_kb=%ld peak_hwm_kb=%ld resident_kb=%ld opened_s=%.3f idle_s=%.3f\n",
                 static_cast<long long>(QFileInfo(path).size()), emptyKb, peakKb, residentKb, openedS, idleS);

@@ -1,6 +1,7 @@
 #pragma once
 // Live (requested) and reserved bytes right after each trace entry of a device, rewound from
 // the snapshot's final state.
+#include "memlens/model/PackedSeries.h"
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
@@ -13,9 +14,9 @@ struct DeviceTimeline {
     // reserved the sum of segments' total_size; going back, each entry's effect is undone:
     // alloc +size, free_completed -size to live; segment_alloc/segment_map +size, segment_free/
     // segment_unmap -size to reserved. These are exact; they can dip below zero only where the
-    // snapshot and its trace disagree (see clampedLive).
-    std::vector<int64_t> liveBytes;
-    std::vector<int64_t> reservedBytes;
+    // snapshot and its trace disagree (see clampedLive). Packed: about 4 bytes an entry each.
+    PackedSeries liveBytes;
+    PackedSeries reservedBytes;
     int64_t liveBefore = 0;      // before the first entry
     int64_t reservedBefore = 0;
     int64_t peakLive = 0;
