@@ -2,6 +2,7 @@
 #include "CommandLine.h"
 #include "GuardedApplication.h"
 #include "MainWindow.h"
+#include "ProcessMemory.h"
 #include "ScreenshotRunner.h"
 
 #include <QIcon>
@@ -26,6 +27,7 @@ bool wantsScreenshot(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+    memlens::gui::giveLargeBlocksBack();
     const bool automation = wantsScreenshot(argc, argv);
     if (automation && qEnvironmentVariableIsEmpty("MEMLENS_DEBUG")) qInstallMessageHandler(quietHandler);
     memlens::gui::GuardedApplication app(argc, argv);

@@ -7,6 +7,7 @@
 #include "memlens/model/MemoryBreakdown.h"
 #include "memlens/model/MemoryCategory.h"
 #include "memlens/model/OomVerdict.h"
+#include "memlens/model/PackedSeries.h"
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ struct Context {
     IterationSplit split;
     std::vector<AllocationLife> lives;
     std::vector<StackRole> roles;
-    std::vector<int64_t> live;       // requested bytes live right after each entry
+    PackedSeries live;               // requested bytes live right after each entry
     std::vector<uint64_t> peaks;     // per iteration (all, complete or not)
     std::vector<uint64_t> baselines; // live right before each iteration's first entry
     uint64_t peak = 0;               // over the whole trace
@@ -63,24 +64,22 @@ bool expandableSegmentsOn(const Context& c) {
 }
 
 void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
+    // rewound from the end (packed: about 4 bytes an entry instead of 8)
     const TraceColumns& t = c.trace;
     const size_t n = t.rows();
-    int64_t net = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (t.action[i] == Action::Alloc) net += static_cast<int64_t>(t.size[i]);
-        else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) net -= static_cast<int64_t>(t.size[i]);
-    }
-    int64_t cur = static_cast<int64_t>(liveAtEnd) - net;
-    c.live.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (t.action[i] == Action::Alloc) cur += static_cast<int64_t>(t.size[i]);
-        else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) cur -= static_cast<int64_t>(t.size[i]);
-        c.live[i] = cur;
+    int64_t cur = static_cast<int64_t>(liveAtEnd);
+    PackedSeries::BackwardWriter live(n);
+    for (size_t i = n; i-- > 0;) {
+        live.push(cur);
         c.peak = std::max<uint64_t>(c.peak, static_cast<uint64_t>(std::max<int64_t>(cur, 0)));
+        if (t.action[i] == Action::Alloc) cur -= static_cast<int64_t>(t.size[i]);
+        else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) cur += static_cast<int64_t>(t.size[i]);
     }
+    c.live = live.take();
     for (const Iteration& it : c.split.iterations) {
         int64_t p = 0;
-        for (int64_t i = it.firstEntry; i <= it.lastEntry; ++i) p = std::max(p, c.live[i]);
+        c.live.scan(static_cast<size_t>(it.firstEntry), static_cast<size_t>(it.lastEntry) + 1,
+                    [&p](size_t, int64_t v) { p = std::max(p, v); });
         c.peaks.push_back(static_cast<uint64_t>(std::max<int64_t>(p, 0)));
         const int64_t before = it.firstEntry > 0 ? c.live[it.firstEntry - 1] : c.live[it.firstEntry];
         c.baselines.push_back(static_cast<uint64_t>(std::max<int64_t>(before, 0)));

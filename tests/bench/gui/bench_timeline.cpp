@@ -18,6 +18,7 @@
 #include "core/TimelineLayout.h"
 #include "timeline/TimelineView.h"
 #include "MainWindow.h"
+#include "ProcessMemory.h"
 
 #include <QDockWidget>
 #include <QEventLoop>
@@ -334,6 +335,7 @@ bool benchOpen(const std::string& path, int repeat, int largest, bool enforce) {
 } // namespace
 
 int main(int argc, char** argv) {
+    gui::giveLargeBlocksBack();  // as the window's main() does
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     int64_t entries = 1'000'000;

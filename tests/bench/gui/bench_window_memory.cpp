@@ -9,6 +9,7 @@
 //   RESULT file_bytes=... empty_hwm_kb=... peak_hwm_kb=... resident_kb=... opened_s=... idle_s=...
 #include "../ProcStatus.h"
 #include "MainWindow.h"
+#include "ProcessMemory.h"
 #include "document/JobTracker.h"
 #include "document/SnapshotDocument.h"
 
@@ -24,6 +25,7 @@ using namespace memlens;
 using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
+    gui::giveLargeBlocksBack();  // as the window's main() does
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     if (argc != 2) {
