@@ -410,15 +410,16 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     });
     d_->finalAllocIndex = std::move(open);
 
-    // Checkpoint spacing: about 16 MiB of checkpoints, at least 256 entries apart. A query loads
+    // Checkpoint spacing: about 8 MiB of checkpoints, at least 256 entries apart. A query loads
     // the nearest checkpoint (its whole state) and undoes on average half an interval, so the
     // spacing may grow up to twice the state's size (or 65,536 entries) before undoing costs more
     // than loading: a 215,000-block state then keeps 9 checkpoints instead of 59. A small state
-    // (a thousand blocks) gets checkpoints 8,192 entries apart on a 600 MB trace: a query undoes
-    // 4,096 entries on average, about a millisecond, where 48 MiB of them cost 65 MB for 0.25 ms.
+    // (a thousand blocks) gets checkpoints about 8,192 entries apart on a 600 MB trace: a query
+    // undoes some 4,000 entries, well under a millisecond, where 48 MiB of checkpoints cost 65 MB
+    // for 0.25 ms.
     if (interval == 0) {
         const double stateSize = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
-        const double budget = 16.0 * 1024 * 1024 / (sizeof(PackedLive) + 1);
+        const double budget = 8.0 * 1024 * 1024 / (sizeof(PackedLive) + 1);
         const double count = std::max(1.0, budget / stateSize);
         const double widest = static_cast<double>(std::bit_ceil(static_cast<uint64_t>(std::max(65536.0, 2 * stateSize))));
         interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, widest));

@@ -3,18 +3,24 @@
 #include "memlens/model/AddressMap.h"
 
 #include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace memlens::model {
 
 std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
     std::vector<AllocationLife> out;
-    const auto n = static_cast<int64_t>(t.rows());
+    if (t.rows() > static_cast<size_t>(INT32_MAX))
+        throw std::length_error("a trace of " + std::to_string(t.rows()) +
+                                " entries is more than the allocation lives can index (2^31 - 1)");
+    const auto n = static_cast<int32_t>(t.rows());
     // exactly one per alloc: a vector grown by doubling would hold up to twice that (on a 600 MB
-    // trace, 1.4 million allocs: 22 MB instead of up to 45)
+    // trace, 1.4 million allocs: 11 MB instead of up to 22)
     out.reserve(static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));
     AddressMap<size_t> open;  // address -> index into out
-    for (int64_t i = 0; i < n; ++i) {
+    for (int32_t i = 0; i < n; ++i) {
         const Action a = t.action[i];
         if (a == Action::Alloc) {
             open[t.addr[i]] = out.size();

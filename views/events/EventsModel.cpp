@@ -49,6 +49,7 @@ void EventsModel::setDocument(SnapshotDocument* doc) {
             beginResetModel();
             m_useList = false;
             m_count = 0;
+            m_windowFirst = 0;
             m_entries.clear();
             endResetModel();
         });
@@ -57,6 +58,7 @@ void EventsModel::setDocument(SnapshotDocument* doc) {
     m_entries.clear();
     m_first = 0;
     m_count = entryCount();
+    m_windowFirst = 0;
     resetFrames();
     endResetModel();
 }
@@ -84,6 +86,7 @@ void EventsModel::setRange(int64_t first, int64_t last) {
     m_entries.clear();
     m_first = first;
     m_count = std::max<int64_t>(0, last - first + 1);
+    m_windowFirst = 0;
     endResetModel();
 }
 
@@ -93,6 +96,7 @@ void EventsModel::setEntries(std::vector<int64_t> entries) {
     m_entries = std::move(entries);
     const int64_t n = entryCount();
     std::erase_if(m_entries, [n](int64_t e) { return e < 0 || e >= n; });
+    m_windowFirst = 0;
     endResetModel();
 }
 
@@ -102,6 +106,7 @@ void EventsModel::showAll() {
     m_entries.clear();
     m_first = 0;
     m_count = entryCount();
+    m_windowFirst = 0;
     resetFrames();
     endResetModel();
 }
@@ -116,22 +121,62 @@ const model::TraceColumns* EventsModel::trace() const { return m_doc ? &m_doc->d
 
 int64_t EventsModel::entryCount() const { return m_doc ? m_doc->entryCount() : 0; }
 
+int64_t EventsModel::shownCount() const {
+    if (!m_doc) return 0;
+    return m_useList ? static_cast<int64_t>(m_entries.size()) : m_count;
+}
+
 int64_t EventsModel::entryAt(int row) const {
     if (row < 0 || row >= rowCount()) return -1;
-    return m_useList ? m_entries[static_cast<size_t>(row)] : m_first + row;
+    const int64_t k = m_windowFirst + row;
+    return m_useList ? m_entries[static_cast<size_t>(k)] : m_first + k;
+}
+
+int64_t EventsModel::shownIndexOf(int64_t entry) const {
+    if (m_useList) {
+        const auto it = std::lower_bound(m_entries.begin(), m_entries.end(), entry);
+        return it != m_entries.end() && *it == entry ? static_cast<int64_t>(it - m_entries.begin()) : -1;
+    }
+    return entry >= m_first && entry < m_first + m_count ? entry - m_first : -1;
 }
 
 int EventsModel::rowOf(int64_t entry) const {
-    if (m_useList) {
-        const auto it = std::lower_bound(m_entries.begin(), m_entries.end(), entry);
-        return it != m_entries.end() && *it == entry ? static_cast<int>(it - m_entries.begin()) : -1;
-    }
-    return entry >= m_first && entry < m_first + m_count ? static_cast<int>(entry - m_first) : -1;
+    const int64_t k = shownIndexOf(entry);
+    return k >= m_windowFirst && k < m_windowFirst + rowCount() ? static_cast<int>(k - m_windowFirst) : -1;
+}
+
+bool EventsModel::showEntry(int64_t entry) {
+    const int64_t k = shownIndexOf(entry);
+    if (k < 0) return false;
+    if (rowOf(entry) >= 0) return true;
+    setWindowFirst(k - m_windowRows / 2);  // the entry in the middle of the rows
+    return true;
+}
+
+bool EventsModel::moveWindow(int64_t by) {
+    const int64_t before = m_windowFirst;
+    setWindowFirst(m_windowFirst + by);
+    return m_windowFirst != before;
+}
+
+void EventsModel::setWindowFirst(int64_t first) {
+    first = std::clamp<int64_t>(first, 0, std::max<int64_t>(0, shownCount() - m_windowRows));
+    if (first == m_windowFirst) return;
+    beginResetModel();
+    m_windowFirst = first;
+    endResetModel();
+}
+
+void EventsModel::setWindowRows(int64_t rows) {
+    beginResetModel();
+    m_windowRows = std::max<int64_t>(rows, 2);
+    m_windowFirst = 0;
+    endResetModel();
 }
 
 int EventsModel::rowCount(const QModelIndex& parent) const {
     if (parent.isValid() || !m_doc) return 0;
-    return static_cast<int>(m_useList ? static_cast<int64_t>(m_entries.size()) : m_count);
+    return static_cast<int>(std::clamp<int64_t>(shownCount() - m_windowFirst, 0, m_windowRows));
 }
 
 int EventsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }

@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPointer>
+#include <QScrollBar>
 #include <QTableView>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -127,6 +128,33 @@ EventsView::EventsView(QWidget* parent) : QWidget(parent) {
         connect(e, &QLineEdit::textChanged, m_debounce, qOverload<>(&QTimer::start));
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) { onCurrentRowChanged(current.row()); });
+    connect(m_table->verticalScrollBar(), &QScrollBar::valueChanged, this, &EventsView::onScrolled);
+    updateCount();
+}
+
+// The rows are a window of the shown entries (EventsModel): scrolled to either end of it, the
+// window moves on by half its rows, the entry at the top staying at the top.
+void EventsView::onScrolled(int value) {
+    if (m_movingWindow || !m_doc) return;
+    const QScrollBar* bar = m_table->verticalScrollBar();
+    const int64_t half = m_model->windowRows() / 2;
+    int64_t by = 0;
+    if (value >= bar->maximum() && m_model->windowFirst() + m_model->rowCount() < m_model->shownCount())
+        by = half;
+    else if (value <= bar->minimum() && m_model->windowFirst() > 0)
+        by = -half;
+    if (by == 0) return;
+    const int topRow = std::max(0, m_table->rowAt(0));
+    const int64_t top = m_model->windowFirst() + topRow;  // among the shown entries
+    m_movingWindow = true;
+    {
+        const QSignalBlocker block(m_table->selectionModel());
+        m_model->moveWindow(by);
+    }
+    const int row = static_cast<int>(std::clamp<int64_t>(top - m_model->windowFirst(), 0, m_model->rowCount() - 1));
+    m_table->scrollTo(m_model->index(row, 0), QAbstractItemView::PositionAtTop);
+    selectCurrent(false);
+    m_movingWindow = false;
     updateCount();
 }
 
@@ -271,19 +299,36 @@ void EventsView::updateCount() {
     }
     const QLocale loc = QLocale::system();
     const int64_t total = m_doc->entryCount();
-    const int shown = m_model->rowCount();
+    const int64_t shown = m_model->shownCount();
     QString text = shown == total ? tr("%1 entries").arg(loc.toString(static_cast<qlonglong>(total)))
-                                  : tr("%1 of %2 entries").arg(loc.toString(shown), loc.toString(static_cast<qlonglong>(total)));
+                                  : tr("%1 of %2 entries").arg(loc.toString(static_cast<qlonglong>(shown)),
+                                                               loc.toString(static_cast<qlonglong>(total)));
     if (m_doc->selection())
         text += tr(" in the selected range %1–%2")
                     .arg(loc.toString(static_cast<qlonglong>(m_doc->selection()->first)),
                          loc.toString(static_cast<qlonglong>(m_doc->selection()->second)));
+    if (m_model->rowCount() < shown)
+        text += tr(" (rows %1–%2 of them here; scrolling on brings the rest)")
+                    .arg(loc.toString(static_cast<qlonglong>(m_model->windowFirst() + 1)),
+                         loc.toString(static_cast<qlonglong>(m_model->windowFirst() + m_model->rowCount())));
     m_count->setText(text);
 }
 
 void EventsView::followCurrent() {
     if (!m_doc || m_syncing) return;
-    const int row = m_model->rowOf(m_doc->currentEvent());
+    if (m_model->rowOf(m_doc->currentEvent()) < 0) {
+        m_movingWindow = true;  // a window moved to the current entry is not a scroll to either end
+        {
+            const QSignalBlocker block(m_table->selectionModel());
+            if (m_model->showEntry(m_doc->currentEvent())) updateCount();
+        }
+        m_movingWindow = false;
+    }
+    selectCurrent(true);
+}
+
+void EventsView::selectCurrent(bool scroll) {
+    const int row = m_doc ? m_model->rowOf(m_doc->currentEvent()) : -1;
     const QSignalBlocker block(m_table->selectionModel());
     if (row < 0) {
         m_table->selectionModel()->clearSelection();
@@ -291,7 +336,11 @@ void EventsView::followCurrent() {
     }
     const QModelIndex index = m_model->index(row, 0);
     m_table->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    m_table->scrollTo(index, QAbstractItemView::EnsureVisible);
+    if (scroll) {
+        m_movingWindow = true;
+        m_table->scrollTo(index, QAbstractItemView::EnsureVisible);
+        m_movingWindow = false;
+    }
     m_table->viewport()->update();
 }
 

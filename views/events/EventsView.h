@@ -66,6 +66,8 @@ private:
     void filterFailed(const QString& message);
     void updateCount();
     void followCurrent();
+    void selectCurrent(bool scroll);  // the current entry's row, if the window holds it
+    void onScrolled(int value);
     void onCurrentRowChanged(int row);
 
     QPointer<SnapshotDocument> m_doc;
@@ -80,6 +82,7 @@ private:
     int64_t m_backgroundRows = kBackgroundRows;
     QString m_error;  // the last filter's one-line error, shown until the next filter
     bool m_syncing = false;
+    bool m_movingWindow = false;
     JobTracker m_jobs{this};
 };
 

@@ -43,6 +43,50 @@ private slots:
         QVERIFY(!model.data(model.index(12, 0)).isValid());
     }
 
+    // At most windowRows() rows at a time: a window over the shown entries, moved to an entry or
+    // by a number of them, clamped to them, each move a model reset.
+    void theRowsAreAWindowOfTheShownEntries() {
+        auto doc = document(smallTrace());
+        EventsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setDocument(doc.get());
+        model.setWindowRows(5);
+        QCOMPARE(model.shownCount(), int64_t(12));
+        QCOMPARE(model.rowCount(), 5);
+        QCOMPARE(model.entryAt(4), int64_t(4));
+        QCOMPARE(model.entryAt(5), int64_t(-1));
+        QCOMPARE(model.rowOf(7), -1);
+        QSignalSpy resets(&model, &QAbstractItemModel::modelReset);
+        QVERIFY(model.showEntry(7));  // in the middle of the window
+        QCOMPARE(resets.count(), 1);
+        QCOMPARE(model.windowFirst(), int64_t(5));
+        QCOMPARE(model.entryAt(model.rowOf(7)), int64_t(7));
+        QVERIFY(model.showEntry(6));  // already there: no reset
+        QCOMPARE(resets.count(), 1);
+        QVERIFY(model.moveWindow(100));  // clamped: the last window
+        QCOMPARE(model.windowFirst(), int64_t(7));
+        QCOMPARE(model.rowCount(), 5);
+        QCOMPARE(model.entryAt(4), int64_t(11));
+        QVERIFY(!model.moveWindow(1));
+        QVERIFY(model.moveWindow(-100));
+        QCOMPARE(model.windowFirst(), int64_t(0));
+        // a list: the window is over its entries
+        model.setEntries({1, 3, 5, 7, 9, 11});
+        QCOMPARE(model.windowFirst(), int64_t(0));
+        QCOMPARE(model.shownCount(), int64_t(6));
+        QCOMPARE(model.rowCount(), 5);
+        QCOMPARE(model.rowOf(11), -1);
+        QVERIFY(model.showEntry(11));
+        QCOMPARE(model.windowFirst(), int64_t(1));
+        QCOMPARE(model.rowOf(11), 4);
+        QCOMPARE(model.entryAt(0), int64_t(3));
+        QVERIFY(!model.showEntry(4));  // not in the list
+        // a range shorter than the window: all of it
+        model.setRange(2, 4);
+        QCOMPARE(model.rowCount(), 3);
+        QCOMPARE(model.entryAt(2), int64_t(4));
+    }
+
     void rangesAndLists() {
         auto doc = document(smallTrace());
         EventsModel model;

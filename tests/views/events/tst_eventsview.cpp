@@ -10,6 +10,7 @@
 
 #include <QAbstractItemModelTester>
 #include <QLabel>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QApplication>
@@ -114,6 +115,61 @@ private slots:
         QVERIFY(!view.table()->selectionModel()->hasSelection());
         view.setDocument(nullptr);
         QCOMPARE(view.model()->rowCount(), 0);
+    }
+
+    // The table holds a window of the rows (EventsModel::windowRows): scrolled to its end the
+    // window moves on by half, the entry at the top staying at the top; scrolled back to its start
+    // it moves back; a current entry outside it brings the window to it. The count says which rows
+    // are there.
+    void theRowsAreAWindowThatMovesWithTheScrollingAndTheCurrentEntry() {
+        const int n = 1000;
+        auto loaded = bigTrace(n);
+        SnapshotDocument doc(loaded);
+        EventsView view;
+        QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        view.model()->setWindowRows(200);
+        view.setDocument(&doc);
+        view.resize(800, 400);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        doc.setCurrentEvent(10);
+        QCOMPARE(view.model()->shownCount(), int64_t(n));
+        QCOMPARE(view.model()->rowCount(), 200);
+        QCOMPARE(view.model()->windowFirst(), int64_t(0));
+        QCOMPARE(view.model()->entryAt(view.table()->currentIndex().row()), int64_t(10));
+        const auto countText = [&view] {
+            QStringList labels;
+            for (const QLabel* l : view.findChildren<QLabel*>()) labels << l->text();
+            return labels.join(QLatin1Char('|'));
+        };
+        QVERIFY2(countText().contains(QStringLiteral("rows 1–200")), qPrintable(countText()));
+
+        QScrollBar* bar = view.table()->verticalScrollBar();
+        QVERIFY(bar->maximum() > 0);
+        bar->setValue(bar->maximum() - 1);
+        const int64_t top = view.model()->entryAt(view.table()->rowAt(0));
+        bar->setValue(bar->maximum());
+        QCOMPARE(view.model()->windowFirst(), int64_t(100));
+        QCOMPARE(view.model()->entryAt(0), int64_t(100));
+        QCOMPARE(view.model()->entryAt(view.table()->rowAt(0)), top);  // the view did not jump
+        QVERIFY2(countText().contains(QStringLiteral("rows 101–300")), qPrintable(countText()));
+        // on to the end: the last window ends with the last entry
+        for (int k = 0; k < 20 && view.model()->windowFirst() < n - 200; ++k) bar->setValue(bar->maximum());
+        QCOMPARE(view.model()->windowFirst(), int64_t(n - 200));
+        QCOMPARE(view.model()->entryAt(199), int64_t(n - 1));
+        // back at the top of the window: it moves back by half
+        bar->setValue(bar->minimum());
+        QCOMPARE(view.model()->windowFirst(), int64_t(n - 300));
+
+        // the current entry, outside the window: the window comes to it and its row is current
+        doc.setCurrentEvent(3);
+        QVERIFY(view.model()->rowOf(3) >= 0);
+        QCOMPARE(view.model()->entryAt(view.table()->currentIndex().row()), int64_t(3));
+        doc.setCurrentEvent(777);
+        QCOMPARE(view.model()->entryAt(view.table()->currentIndex().row()), int64_t(777));
+        // a row picked in the table is the document's current entry, with the window moved
+        view.table()->setCurrentIndex(view.model()->index(view.model()->rowOf(777) + 5, 0));
+        QCOMPARE(doc.currentEvent(), int64_t(782));
     }
 
     // A filter on the worker whose device has no data (the document shows a device the snapshot

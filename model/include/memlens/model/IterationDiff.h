@@ -12,12 +12,14 @@ namespace memlens::model {
 
 // One `alloc` entry of a trace and the entry that freed it (free_requested, or an old trace's
 // free); free == -1: still allocated when the trace ends.
+// 8 bytes: entry indices in 32 bits (allocationLives refuses a trace of 2^31 entries or more).
 struct AllocationLife {
-    int64_t alloc = 0;
-    int64_t free = -1;
+    int32_t alloc = 0;
+    int32_t free = -1;
     bool aliveAfter(int64_t entry) const { return free < 0 || free > entry; }
 };
-// One per `alloc` entry, in trace order.
+// One per `alloc` entry, in trace order. Throws std::length_error for a trace of more than
+// 2^31 - 1 entries.
 std::vector<AllocationLife> allocationLives(const TraceColumns& trace);
 
 struct SurvivorGroup {
