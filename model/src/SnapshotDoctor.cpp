@@ -39,7 +39,11 @@ struct Context {
     std::vector<uint64_t> baselines; // live right before each iteration's first entry
     uint64_t peak = 0;               // over the whole trace
     const std::atomic<bool>* cancel = nullptr;
+    int64_t liveBefore = 0;          // requested bytes live before the first entry
 
+    // live right after entry e; before the first for e < 0 (an iteration of a truncated trace can
+    // end before the entries it kept)
+    int64_t liveAfter(int64_t e) const { return e < 0 ? liveBefore : live[static_cast<size_t>(e)]; }
     size_t complete() const { return split.complete(); }
     void checkCancel() const {
         if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
@@ -76,12 +80,14 @@ void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
         else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) cur += static_cast<int64_t>(t.size[i]);
     }
     c.live = live.take();
+    c.liveBefore = cur;
     for (const Iteration& it : c.split.iterations) {
         int64_t p = 0;
-        c.live.scan(static_cast<size_t>(it.firstEntry), static_cast<size_t>(it.lastEntry) + 1,
-                    [&p](size_t, int64_t v) { p = std::max(p, v); });
+        if (it.lastEntry >= 0)
+            c.live.scan(static_cast<size_t>(std::max<int64_t>(it.firstEntry, 0)), static_cast<size_t>(it.lastEntry) + 1,
+                        [&p](size_t, int64_t v) { p = std::max(p, v); });
         c.peaks.push_back(static_cast<uint64_t>(std::max<int64_t>(p, 0)));
-        const int64_t before = it.firstEntry > 0 ? c.live[it.firstEntry - 1] : c.live[it.firstEntry];
+        const int64_t before = it.firstEntry > 0 ? c.live[static_cast<size_t>(it.firstEntry - 1)] : c.liveAfter(it.firstEntry);
         c.baselines.push_back(static_cast<uint64_t>(std::max<int64_t>(before, 0)));
     }
 }
@@ -390,7 +396,8 @@ void summarise(Context& c, const DeviceState& final, double leakPerIteration, Do
         if (!s.endPeak) s.endPeak = *std::max_element(c.peaks.begin(), c.peaks.end());
         // live bytes at the end of each complete iteration, from the first to the last
         if (complete >= 3)
-            s.growthPerIteration = (static_cast<double>(c.live[its[complete - 1].lastEntry]) - static_cast<double>(c.live[its[0].lastEntry])) /
+            s.growthPerIteration = (static_cast<double>(c.liveAfter(its[complete - 1].lastEntry)) -
+                                    static_cast<double>(c.liveAfter(its[0].lastEntry))) /
                                    static_cast<double>(complete - 1);
         std::ostringstream bs;
         const double growth = s.growthPerIteration.value_or(0.0);

@@ -150,8 +150,10 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
         if (ends.empty() || op.position > ends.back()) ends.push_back(op.position);
     for (int64_t k : sampleEntries(static_cast<int64_t>(ends.size()), seriesPoints)) {
         const int64_t e = ends[static_cast<size_t>(k)];
-        rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[e])),
-                              static_cast<uint64_t>(std::max<int64_t>(0, tl.liveBytes[e]))});
+        const int64_t reservedThere = e >= 0 ? tl.reservedBytes[static_cast<size_t>(e)] : tl.reservedBefore;
+        const int64_t liveThere = e >= 0 ? tl.liveBytes[static_cast<size_t>(e)] : tl.liveBefore;
+        rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, reservedThere)),
+                              static_cast<uint64_t>(std::max<int64_t>(0, liveThere))});
         // the last op at or before entry e
         auto it = std::upper_bound(w.ops.begin(), w.ops.end(), e,
                                    [](int64_t v, const WorkloadOp& op) { return v < op.position; });
