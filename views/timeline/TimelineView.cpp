@@ -101,7 +101,8 @@ void TimelineView::buildToolbar(QWidget* bar) {
     m_largestBox->setKeyboardTracking(false);
     m_largestBox->setToolTip(tr("How many allocations get a band of their own: those that cover the most of "
                                 "the visible range (bytes x time), chosen again as you zoom; the others are "
-                                "summed in the grey band at the bottom"));
+                                "summed in the grey band at the bottom. At most three per pixel of the plot's "
+                                "width are drawn."));
     label->setBuddy(m_largestBox);
     connect(m_largestBox, &QSpinBox::valueChanged, this, &TimelineView::setLargestCount);
     row->addWidget(m_largestBox);
@@ -434,8 +435,11 @@ void TimelineView::chooseBands() {
         return;
     }
     const auto range = xRange();
-    if (range == m_chosenFor) return;
-    m_chosen = m_doc->lifetimes().mostVisible(static_cast<size_t>(m_largest), m_axis, range.first, range.second,
+    // per pixel of the plot once it is laid out (before, its width says nothing)
+    const int columns = m_plot->axisRect()->width();
+    const int count = columns > 0 ? std::min(m_largest, kMaxBandsPerPixel * columns) : m_largest;
+    if (range == m_chosenFor && count == m_chosenCount) return;
+    m_chosen = m_doc->lifetimes().mostVisible(static_cast<size_t>(count), m_axis, range.first, range.second,
                                               kMaxBandCover);
     // Where those leave most of the picture grey (thousands of equal allocations, none a pixel
     // tall), the rest summed by stack: over the range and half of it on either side, for panning.
@@ -447,6 +451,7 @@ void TimelineView::chooseBands() {
                                         std::min(last, e1 + pad));
     updateLegend();  // it names the summed bands where there are some
     m_chosenFor = range;
+    m_chosenCount = count;
     m_dirty = true;
     scheduleReplot();
 }
@@ -805,6 +810,8 @@ bool TimelineView::eventFilter(QObject* watched, QEvent* event) {
         m_bands->setHoveredLifetime(-1);
         scheduleReplot();
     }
+    // a wider or narrower plot may draw more or fewer bands (kMaxBandsPerPixel): choose again once it rests
+    if (watched == m_plot && event->type() == QEvent::Resize && m_doc) m_chooseTimer->start();
     return QWidget::eventFilter(watched, event);
 }
 

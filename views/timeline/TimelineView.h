@@ -69,6 +69,11 @@ public:
     // chosen. What is left is summed by call site (StackAggregates), so the bound can be tight:
     // at 100 a full-range redraw of a 2 GB trace took 26 ms (15,000 bands), at 25 17 ms.
     static constexpr double kMaxBandCover = 25.0;
+    // And at most this many banded allocations per pixel column of the plot, whatever the count
+    // asked for (largestCount): a band costs at least one stroke, and at the overview of a long
+    // trace thousands of them are each narrower than a pixel. On a 4 GB trace 15,000 bands (the
+    // count's default) made a full-range redraw 25 ms; 4,512 on a 1,504-pixel plot, 17 ms.
+    static constexpr int kMaxBandsPerPixel = 3;
     // Indices into the document's lifetimes that have a band, ascending.
     const std::vector<uint32_t>& bandedLifetimes() const { return m_chosen; }
     // The stacks whose other allocations are drawn summed, one band each (for tests and benches).
@@ -173,6 +178,7 @@ private:
     int m_largest = 15000;  // as PyTorch's viewer's default
     QTimer* m_chooseTimer = nullptr;
     std::pair<double, double> m_chosenFor{0, -1};  // the range m_chosen was chosen for (empty: none)
+    int m_chosenCount = 0;                         // ... and how many it could take
     TimelineLayout m_layout;
     bool m_dirty = true;
     double m_layoutX0 = 0, m_layoutX1 = 0;
