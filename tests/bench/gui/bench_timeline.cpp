@@ -168,11 +168,11 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
     QApplication::processEvents();
     view.redraw();
     const int64_t n = doc.entryCount();
-    std::printf("\ntimeline redraw: %lld entries, %lld allocations (at most %d drawn as bands, together at most %g "
-                "plot widths), plot %d px wide, %d redraws each\n",
+    std::printf("\ntimeline redraw: %lld entries, %lld allocations (at most %d drawn as bands, %d per pixel column, "
+                "together at most %g plot widths), plot %d px wide, %d redraws each\n",
                 static_cast<long long>(n), static_cast<long long>(doc.lifetimes().size()),
-                std::min<int>(largest, static_cast<int>(doc.lifetimes().size())), views::TimelineView::kMaxBandCover,
-                view.layout().width(), repeat);
+                std::min<int>(largest, static_cast<int>(doc.lifetimes().size())), views::TimelineView::kMaxBandsPerPixel,
+                views::TimelineView::kMaxBandCover, view.layout().width(), repeat);
     std::printf("%-16s %14s %14s %14s %13s  %-12s %s\n", "zoom", "entries shown", "binning mean", "redraw mean", "redraw max",
                 "goal < 16 ms", "choosing the bands (once the range rests): time, bands, stack groups");
     const Row rows[] = {{"full", 1.0}, {"1/10", 0.1}, {"1/100", 0.01}, {"1/10000", 0.0001}};
