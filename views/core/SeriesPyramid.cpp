@@ -4,10 +4,7 @@
 
 namespace memlens::views {
 
-namespace {
-
-// [from, to) of a plain series
-void scan(std::span<const int64_t> v, int64_t from, int64_t to, RangeExtremes& r) {
+void foldExtremes(std::span<const int64_t> v, int64_t from, int64_t to, RangeExtremes& r) {
     for (int64_t i = from; i < to; ++i) {
         const int64_t x = v[static_cast<size_t>(i)];
         if (x < r.min) r.min = x;
@@ -18,8 +15,7 @@ void scan(std::span<const int64_t> v, int64_t from, int64_t to, RangeExtremes& r
     }
 }
 
-// ... and of a packed one
-void scan(const model::PackedSeries& v, int64_t from, int64_t to, RangeExtremes& r) {
+void foldExtremes(const model::PackedSeries& v, int64_t from, int64_t to, RangeExtremes& r) {
     if (from >= to) return;
     v.scan(static_cast<size_t>(from), static_cast<size_t>(to), [&r](size_t i, int64_t x) {
         if (x < r.min) r.min = x;
@@ -29,8 +25,6 @@ void scan(const model::PackedSeries& v, int64_t from, int64_t to, RangeExtremes&
         }
     });
 }
-
-} // namespace
 
 SeriesPyramid::SeriesPyramid(std::span<const int64_t> series) { build(series); }
 SeriesPyramid::SeriesPyramid(const model::PackedSeries& series) { build(series); }
@@ -45,7 +39,7 @@ void SeriesPyramid::build(const Series& series) {
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t from = b * kBlock, to = std::min(m_size, from + kBlock);
         RangeExtremes r{series[static_cast<size_t>(from)], series[static_cast<size_t>(from)], from};
-        scan(series, from + 1, to, r);
+        foldExtremes(series, from + 1, to, r);
         m_min[static_cast<size_t>(b)] = r.min;
         m_max[static_cast<size_t>(b)] = r.max;
         m_maxIndex[static_cast<size_t>(b)] = r.maxIndex;
@@ -68,10 +62,10 @@ RangeExtremes SeriesPyramid::reduceIn(const Series& v, int64_t first, int64_t la
     const int64_t firstWhole = (first + 1 + kBlock - 1) / kBlock;  // first block starting after `first`
     const int64_t endWhole = end / kBlock;                         // blocks [firstWhole, endWhole) lie inside
     if (firstWhole >= endWhole) {
-        scan(v, first + 1, end, r);
+        foldExtremes(v, first + 1, end, r);
         return r;
     }
-    scan(v, first + 1, firstWhole * kBlock, r);
+    foldExtremes(v, first + 1, firstWhole * kBlock, r);
     for (int64_t b = firstWhole; b < endWhole; ++b) {
         const auto k = static_cast<size_t>(b);
         if (m_min[k] < r.min) r.min = m_min[k];
@@ -80,7 +74,7 @@ RangeExtremes SeriesPyramid::reduceIn(const Series& v, int64_t first, int64_t la
             r.maxIndex = m_maxIndex[k];
         }
     }
-    scan(v, endWhole * kBlock, end, r);
+    foldExtremes(v, endWhole * kBlock, end, r);
     return r;
 }
 

@@ -16,6 +16,10 @@ struct RangeExtremes {
     int64_t maxIndex = -1;  // the first index where max is reached
 };
 
+// Folds series[from, to) into r: its min, its max and the first index where a new max is reached.
+void foldExtremes(std::span<const int64_t> series, int64_t from, int64_t to, RangeExtremes& r);
+void foldExtremes(const model::PackedSeries& series, int64_t from, int64_t to, RangeExtremes& r);
+
 class SeriesPyramid {
 public:
     static constexpr int64_t kBlock = 64;

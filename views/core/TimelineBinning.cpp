@@ -49,32 +49,6 @@ std::vector<ColumnEnvelope> TimelineBinning::envelope(const model::PackedSeries&
     return envelopeOf(series, before, pyramid);
 }
 
-namespace {
-
-// Folds series[from..last] into e.
-void foldRange(std::span<const int64_t> series, int64_t from, int64_t last, ColumnEnvelope& e) {
-    for (int64_t i = from; i <= last; ++i) {
-        const int64_t v = series[static_cast<size_t>(i)];
-        if (v < e.min) e.min = v;
-        if (v > e.max) {
-            e.max = v;
-            e.maxEntry = i;
-        }
-    }
-}
-
-void foldRange(const model::PackedSeries& series, int64_t from, int64_t last, ColumnEnvelope& e) {
-    series.scan(static_cast<size_t>(from), static_cast<size_t>(last) + 1, [&e](size_t i, int64_t v) {
-        if (v < e.min) e.min = v;
-        if (v > e.max) {
-            e.max = v;
-            e.maxEntry = static_cast<int64_t>(i);
-        }
-    });
-}
-
-} // namespace
-
 template <class Series>
 std::vector<ColumnEnvelope> TimelineBinning::envelopeOf(const Series& series, int64_t before,
                                                         const SeriesPyramid* pyramid) const {
@@ -101,7 +75,11 @@ std::vector<ColumnEnvelope> TimelineBinning::envelopeOf(const Series& series, in
                     e.maxEntry = r.maxIndex;
                 }
             } else {
-                foldRange(series, from, last, e);
+                RangeExtremes r{e.min, e.max, e.maxEntry};
+                foldExtremes(series, from, last + 1, r);
+                e.min = r.min;
+                e.max = r.max;
+                e.maxEntry = r.maxIndex;
             }
         }
         out[c] = e;
