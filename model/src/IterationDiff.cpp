@@ -3,19 +3,13 @@
 #include "memlens/model/AddressMap.h"
 
 #include <algorithm>
-#include <climits>
-#include <stdexcept>
-#include <string>
 #include <unordered_map>
 
 namespace memlens::model {
 
 std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
     std::vector<AllocationLife> out;
-    if (t.rows() > static_cast<size_t>(INT32_MAX))
-        throw std::length_error("a trace of " + std::to_string(t.rows()) +
-                                " entries is more than the allocation lives can index (2^31 - 1)");
-    const auto n = static_cast<int32_t>(t.rows());
+    const int32_t n = t.rowsAsInt32("the allocation lives");
     // exactly one per alloc: a vector grown by doubling would hold up to twice that (on a 600 MB
     // trace, 1.4 million allocs: 11 MB instead of up to 22)
     out.reserve(static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));

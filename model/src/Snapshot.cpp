@@ -2,6 +2,8 @@
 
 
 #include <algorithm>
+#include <climits>
+#include <stdexcept>
 
 namespace memlens::model {
 
@@ -43,6 +45,13 @@ void TraceColumns::reserve(size_t n) {
 }
 
 void TraceColumns::clear() { *this = TraceColumns(); }
+
+int32_t TraceColumns::rowsAsInt32(std::string_view whose) const {
+    if (rows() > static_cast<size_t>(INT32_MAX))
+        throw std::length_error("a trace of " + std::to_string(rows()) + " entries is more than " + std::string(whose) +
+                                " can index (2^31 - 1)");
+    return static_cast<int32_t>(rows());
+}
 
 size_t TraceColumns::memoryBytes() const {
     // rows in use: capacity reserved beyond them is address space the kernel never backs

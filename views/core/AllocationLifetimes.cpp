@@ -3,23 +3,9 @@
 #include "memlens/model/AddressMap.h"
 
 #include <algorithm>
-#include <climits>
-#include <stdexcept>
-#include <string>
 #include <unordered_set>
 
 namespace memlens::views {
-
-namespace {
-
-int32_t entryCount(const model::TraceColumns& trace) {
-    if (trace.rows() > static_cast<size_t>(INT32_MAX))
-        throw std::length_error("a trace of " + std::to_string(trace.rows()) +
-                                " entries is more than the allocation lifetimes can index (2^31 - 1)");
-    return static_cast<int32_t>(trace.rows());
-}
-
-} // namespace
 
 AllocationLifetimes AllocationLifetimes::compute(const model::TraceColumns& trace) {
     AllocationLifetimes out;
@@ -35,7 +21,7 @@ AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device
     size_t active = 0;
     for (const model::Block& b : device.blocks) active += b.state != model::BlockState::Inactive;
     out.pair(device.trace, active + 1024, before);
-    const int32_t n = entryCount(device.trace);
+    const int32_t n = device.trace.rowsAsInt32("the allocation lifetimes");
     std::unordered_set<uint64_t> liveAtEnd;
     for (const AllocationLifetime& l : out.m_all)
         if (l.end >= n) liveAtEnd.insert(l.address);
@@ -58,9 +44,8 @@ AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device
 void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveBefore,
                                std::vector<AllocationLifetime>& before) {
     using model::Action;
-    const int32_t n = entryCount(trace);
-    size_t allocs = 0;
-    for (int32_t i = 0; i < n; ++i) allocs += trace.action[static_cast<size_t>(i)] == Action::Alloc;
+    const int32_t n = trace.rowsAsInt32("the allocation lifetimes");
+    const auto allocs = static_cast<size_t>(std::count(trace.action.begin(), trace.action.end(), Action::Alloc));
     auto& all = m_all;
     all.reserve(allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
     // address -> index into all, or kBefore | index into before

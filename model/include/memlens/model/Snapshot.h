@@ -112,6 +112,9 @@ struct TraceColumns {
     SparseColumn<StringId> userMetadata;
 
     size_t rows() const { return action.size(); }
+    // rows() for what indexes entries in 32 signed bits (whose: its name, for the message);
+    // throws std::length_error for a trace of more than 2^31 - 1 entries.
+    int32_t rowsAsInt32(std::string_view whose) const;
     void reserve(size_t n);
     void clear();
     size_t memoryBytes() const;
