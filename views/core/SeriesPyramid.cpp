@@ -31,18 +31,32 @@ SeriesPyramid::SeriesPyramid(const model::PackedSeries& series) { build(series);
 
 template <class Series>
 void SeriesPyramid::build(const Series& series) {
+    static_assert(kBlock == 64, "blockValues() counts in powers of 64");
     m_size = static_cast<int64_t>(series.size());
-    const int64_t blocks = (m_size + kBlock - 1) / kBlock;
-    m_min.resize(static_cast<size_t>(blocks));
-    m_max.resize(static_cast<size_t>(blocks));
-    m_maxIndex.resize(static_cast<size_t>(blocks));
-    for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t from = b * kBlock, to = std::min(m_size, from + kBlock);
+    m_levels.clear();
+    if (m_size == 0) return;
+    std::vector<RangeExtremes> level(static_cast<size_t>((m_size + kBlock - 1) / kBlock));
+    for (size_t b = 0; b < level.size(); ++b) {
+        const int64_t from = static_cast<int64_t>(b) * kBlock, to = std::min(m_size, from + kBlock);
         RangeExtremes r{series[static_cast<size_t>(from)], series[static_cast<size_t>(from)], from};
         foldExtremes(series, from + 1, to, r);
-        m_min[static_cast<size_t>(b)] = r.min;
-        m_max[static_cast<size_t>(b)] = r.max;
-        m_maxIndex[static_cast<size_t>(b)] = r.maxIndex;
+        level[b] = r;
+    }
+    m_levels.push_back(std::move(level));
+    // a level above pays only where a range can hold two of its blocks
+    while (m_levels.back().size() >= 2 * static_cast<size_t>(kBlock)) {
+        const auto& below = m_levels.back();
+        std::vector<RangeExtremes> above((below.size() + kBlock - 1) / kBlock);
+        for (size_t b = 0; b < above.size(); ++b) {
+            const size_t from = b * kBlock, to = std::min(below.size(), from + kBlock);
+            RangeExtremes r = below[from];
+            for (size_t k = from + 1; k < to; ++k) {
+                if (below[k].min < r.min) r.min = below[k].min;
+                if (below[k].max > r.max) r = {r.min, below[k].max, below[k].maxIndex};
+            }
+            above[b] = r;
+        }
+        m_levels.push_back(std::move(above));
     }
 }
 
@@ -58,24 +72,36 @@ template <class Series>
 RangeExtremes SeriesPyramid::reduceIn(const Series& v, int64_t first, int64_t last) const {
     const int64_t v0 = v[static_cast<size_t>(first)];
     RangeExtremes r{v0, v0, first};
-    const int64_t end = last + 1;
-    const int64_t firstWhole = (first + 1 + kBlock - 1) / kBlock;  // first block starting after `first`
-    const int64_t endWhole = end / kBlock;                         // blocks [firstWhole, endWhole) lie inside
-    if (firstWhole >= endWhole) {
-        foldExtremes(v, first + 1, end, r);
-        return r;
+    foldRange(v, first + 1, last + 1, static_cast<int>(m_levels.size()) - 1, r);
+    return r;
+}
+
+// In index order (head, whole blocks, tail), so that the first index of the max wins ties.
+template <class Series>
+void SeriesPyramid::foldRange(const Series& v, int64_t from, int64_t to, int level, RangeExtremes& r) const {
+    if (from >= to) return;
+    if (level < 0) {
+        foldExtremes(v, from, to, r);
+        return;
     }
-    foldExtremes(v, first + 1, firstWhole * kBlock, r);
+    const int64_t values = blockValues(level);
+    const int64_t firstWhole = (from + values - 1) / values;  // the first block starting at or after from
+    const int64_t endWhole = to / values;                     // blocks [firstWhole, endWhole) lie inside
+    if (firstWhole >= endWhole) {
+        foldRange(v, from, to, level - 1, r);
+        return;
+    }
+    foldRange(v, from, firstWhole * values, level - 1, r);
+    const auto& blocks = m_levels[static_cast<size_t>(level)];
     for (int64_t b = firstWhole; b < endWhole; ++b) {
-        const auto k = static_cast<size_t>(b);
-        if (m_min[k] < r.min) r.min = m_min[k];
-        if (m_max[k] > r.max) {
-            r.max = m_max[k];
-            r.maxIndex = m_maxIndex[k];
+        const RangeExtremes& s = blocks[static_cast<size_t>(b)];
+        if (s.min < r.min) r.min = s.min;
+        if (s.max > r.max) {
+            r.max = s.max;
+            r.maxIndex = s.maxIndex;
         }
     }
-    foldExtremes(v, endWhole * kBlock, end, r);
-    return r;
+    foldRange(v, endWhole * values, to, level - 1, r);
 }
 
 } // namespace memlens::views

@@ -192,6 +192,34 @@ private slots:
         QVERIFY(SeriesPyramid().empty());
     }
 
+    // Long enough for three levels of summaries (64, 4,096 and 262,144 values a block): ranges
+    // from a few values to the whole series, ending anywhere, against a plain scan.
+    void pyramidOfThreeLevelsMatchesAScan() {
+        std::mt19937_64 rng(12);
+        const int64_t n = 64 * 64 * 64 * 2 + 4097;
+        std::vector<int64_t> v(static_cast<size_t>(n));
+        for (auto& x : v) x = static_cast<int64_t>(rng() % 1000);  // ties: the first max must win
+        v[static_cast<size_t>(n) - 5] = 5000;  // the max in the last partial block of every level
+        v[300'000] = -7;                        // the min inside a whole top-level block
+        const SeriesPyramid p(v);
+        auto check = [&](int64_t a, int64_t b) {
+            const RangeExtremes r = p.reduce(v, a, b);
+            const auto maxIt = std::max_element(v.begin() + a, v.begin() + b + 1);
+            QCOMPARE(r.min, *std::min_element(v.begin() + a, v.begin() + b + 1));
+            QCOMPARE(r.max, *maxIt);
+            QCOMPARE(r.maxIndex, static_cast<int64_t>(maxIt - v.begin()));
+        };
+        check(0, n - 1);
+        check(1, n - 2);
+        check(262'143, 262'144 * 2);
+        check(4095, 4096);
+        for (int k = 0; k < 300; ++k) {
+            const int64_t len = static_cast<int64_t>(rng() % static_cast<uint64_t>(k % 3 == 0 ? n : 10'000));
+            const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(n - len));
+            check(a, a + len);
+        }
+    }
+
     void columnAt() {
         const TimelineBinning b(EntryAxis::byIndex(100), 0, 100, 10);
         QCOMPARE(b.columnAt(0), 0);
