@@ -1,10 +1,17 @@
 #include "memlens/model/PickleDocument.h"
 
+#include "HugePages.h"
+#include "Prefaulter.h"
 
+
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
 namespace memlens::model {
+
+PickleDocument::PickleDocument() = default;
+PickleDocument::~PickleDocument() = default;
 
 Value Value::real(double d) { return {std::bit_cast<uint64_t>(d), 0, Tag::Float}; }
 double Value::asFloat() const {
@@ -60,8 +67,24 @@ void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
             chunks_[nd.tail].next = c;
         nd.tail = c;
     }
-    if (!rows) pool_.insert(pool_.end(), first, first + n);
+    if (!rows) {
+        pool_.insert(pool_.end(), first, first + n);
+        if (pool_.size() + kPoolAhead > poolPrefaulted_) [[unlikely]]
+            prefaultPool();
+    }
     nd.count += static_cast<uint32_t>(n);
+}
+
+void PickleDocument::prefaultPool() {
+    if (!prefaulter_) return;
+    const size_t to = std::min(pool_.capacity(), std::max(poolPrefaulted_, pool_.size()) + kPoolAhead);
+    if (to <= poolPrefaulted_) return;
+    prefaulter_->request(pool_.data() + poolPrefaulted_, (to - poolPrefaulted_) * sizeof(Value));
+    poolPrefaulted_ = to;
+}
+
+void PickleDocument::prefault(const void* begin, size_t bytes) const {
+    if (prefaulter_) prefaulter_->request(begin, bytes);
 }
 
 void PickleDocument::release(uint32_t id) {
@@ -77,6 +100,15 @@ void PickleDocument::release(uint32_t id) {
 void PickleDocument::reserve(size_t nodes, size_t items) {
     nodes_.reserve(nodes);
     pool_.reserve(items);
+    chunks_.reserve(nodes);
+    adviseHugePages(nodes_.data(), nodes_.capacity() * sizeof(Node));
+    adviseHugePages(pool_.data(), pool_.capacity() * sizeof(Value));
+    adviseHugePages(chunks_.data(), chunks_.capacity() * sizeof(Chunk));
+    if (!prefaulter_ && pool_.capacity() * sizeof(Value) >= (size_t(32) << 20)) {
+        prefaulter_ = std::make_unique<Prefaulter>();
+        poolPrefaulted_ = 0;
+        prefaultPool();
+    }
 }
 
 const Value* PickleDocument::get(uint32_t dict, StringId key) const {

@@ -2,6 +2,8 @@
 
 #include "memlens/model/ParseError.h"
 
+#include "HugePages.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -80,7 +82,19 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     // Address space for what a file of this size is likely to need; pages cost only when touched.
     memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
+    adviseHugePages(memo_.data(), memo_.capacity() * sizeof(MemoSlot));
+    // one per container node: as many as the document reserves (SnapshotHooks)
+    nodeMemo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
+    adviseHugePages(nodeMemo_.data(), nodeMemo_.capacity() * sizeof(uint32_t));
+    if (memo_.capacity() >= 4 * kMemoAhead)  // then one range per kMemoAhead (prefaultMemo)
+        doc_.prefault(memo_.data(), 2 * kMemoAhead * sizeof(MemoSlot));
     stack_.reserve(4096);
+}
+
+// The slots [size + kMemoAhead, size + 2 kMemoAhead), within the reservation.
+void PickleMachine::prefaultMemo() {
+    const size_t from = memo_.size() + kMemoAhead;
+    if (from + kMemoAhead <= memo_.capacity()) doc_.prefault(memo_.data() + from, kMemoAhead * sizeof(MemoSlot));
 }
 
 void PickleMachine::fail(const std::string& what) const { throw ParseError(opOffset_, what); }
@@ -218,6 +232,7 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
     }
     if (index == memo_.size()) {
         memo_.push_back(encode(v));
+        memoPushed();
     } else if (index < memo_.size()) {
         if (hooks_) hooks_->memoRewritten(index, decode(memo_[index]));
         memo_[index] = encode(v);
@@ -439,6 +454,7 @@ memoize: {
     if (v.isContainer() && nodeMemo_[v.ref] == 0 && !doc_.node(v.ref).isCollapsed() && memo_.size() < kShared - 1) {
         memo_.push_back(encode(v));
         nodeMemo_[v.ref] = static_cast<uint32_t>(memo_.size());
+        memoPushed();
     } else {
         memoPut(memo_.size(), v);
     }

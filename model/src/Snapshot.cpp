@@ -1,5 +1,7 @@
 #include "memlens/model/Snapshot.h"
 
+#include "HugePages.h"
+
 
 #include <algorithm>
 #include <climits>
@@ -42,6 +44,13 @@ void TraceColumns::reserve(size_t n) {
     stack.reserve(n);
     compileContext.reserve(n);
     userMetadata.reserve(n);
+    auto advise = [](const auto& column) { adviseHugePages(column.data(), column.capacity() * sizeof(column[0])); };
+    advise(action);
+    advise(flags);
+    advise(addr);
+    advise(size);
+    advise(timeUs);
+    advise(stack);
 }
 
 void TraceColumns::clear() { *this = TraceColumns(); }

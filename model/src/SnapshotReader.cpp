@@ -70,16 +70,21 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
     const SnapshotKeys keys(doc.strings);
     Snapshot snap;
     SnapshotHooks hooks(doc, keys, snap, in.sizeHint());
-    PickleMachine machine(in, doc, &hooks);
-    PickleMachine::Progress progress;
-    if (options.progress)
-        progress = [&](uint64_t off, uint64_t size) {
-            options.progress("reading", size ? static_cast<double>(off) / static_cast<double>(size) : 1.0);
-        };
-    Value root = machine.run(progress, options.cancel);
+    Value root;
+    int protocol = 0;
+    {  // the machine's memo (8 bytes a memoised value) is gone before the tree is built
+        PickleMachine machine(in, doc, &hooks);
+        PickleMachine::Progress progress;
+        if (options.progress)
+            progress = [&](uint64_t off, uint64_t size) {
+                options.progress("reading", size ? static_cast<double>(off) / static_cast<double>(size) : 1.0);
+            };
+        root = machine.run(progress, options.cancel);
+        protocol = machine.protocol();
+    }
     if (options.progress) options.progress("reading", 1.0);
     SnapshotTree(doc, keys, hooks.traceRows(), snap)
-        .finish(root, machine.protocol(), in.sizeKnown() ? in.size() : in.offset(), options);
+        .finish(root, protocol, in.sizeKnown() ? in.size() : in.offset(), options);
     snap.strings = std::move(doc.strings);
     return snap;
 }

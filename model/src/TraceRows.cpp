@@ -157,7 +157,7 @@ void TraceRows::prefaultRows() {
     size_t from = t.rows() + kPrefaultRows;
     if (from + kPrefaultRows > t.action.capacity()) return;  // beyond the reservation
     auto ahead = [&](const auto& column) {
-        prefaulter_.request(column.data() + from, kPrefaultRows * sizeof(column[0]));
+        doc_.prefault(column.data() + from, kPrefaultRows * sizeof(column[0]));
     };
     ahead(t.action);
     ahead(t.flags);

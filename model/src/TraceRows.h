@@ -1,6 +1,5 @@
 #pragma once
 // Internal to the snapshot reader.
-#include "Prefaulter.h"
 #include "SnapshotKeys.h"
 
 #include "memlens/model/PickleDocument.h"
@@ -56,7 +55,6 @@ private:
 
     const PickleDocument& doc_;
     TraceColumns rows_;
-    Prefaulter prefaulter_;
     std::vector<int8_t> actionCache_;
     std::vector<EntryKey> entryKeys_;  // by string id: which trace entry field a key names
     std::vector<Value> tmpItems_;

@@ -4,13 +4,22 @@
 #include "memlens/model/PickleValue.h"
 #include "memlens/model/StringTable.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace memlens::model {
 
+class Prefaulter;
+
 class PickleDocument {
 public:
+    PickleDocument();
+    ~PickleDocument();
+    PickleDocument(const PickleDocument&) = delete;
+    PickleDocument& operator=(const PickleDocument&) = delete;
+
     struct Node {
         uint32_t head = kNone;  // first chunk; once collapsed: the collapsed object's id
         uint32_t tail = kNone;  // last chunk
@@ -60,8 +69,15 @@ public:
     // A node nothing refers to any more (collapsed, and its memo slot rewritten) is reused.
     void recycle(uint32_t id) { free_.push_back(id); }
     // Address space for what a file is likely to need: the kernel backs only the pages used, and
-    // the pool is not copied (and its pages touched twice) each time it would have doubled.
+    // the pool is not copied (and its pages touched twice) each time it would have doubled. A
+    // large reservation (a large file) also starts the prefaulting thread (prefault()).
     void reserve(size_t nodes, size_t items);
+    // Has the pages of [begin, begin + bytes) faulted in and zeroed on a second thread, ahead of
+    // their first write, where reserve() started one; otherwise does nothing. For the reader's
+    // large arrays (the pool, the machine's memo, the trace rows): their page faults would
+    // otherwise be a large part of the parsing thread's time.
+    void prefault(const void* begin, size_t bytes) const;
+    bool prefaulting() const { return prefaulter_ != nullptr; }
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }
@@ -107,6 +123,12 @@ private:
     std::vector<uint32_t> free_;
     std::vector<Chunk> chunks_;
     std::vector<Value> pool_;
+    // the pool's slots up to here are prefaulted (or asked to be): the pool shrinks and grows
+    // again as collapsed nodes release their items, so the next range goes by the highest mark
+    static constexpr size_t kPoolAhead = 65536;
+    size_t poolPrefaulted_ = 0;
+    void prefaultPool();
+    std::unique_ptr<Prefaulter> prefaulter_;
 };
 
 } // namespace memlens::model

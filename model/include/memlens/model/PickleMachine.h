@@ -121,6 +121,8 @@ private:
 class PickleMachine {
 public:
     PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks = nullptr, PickleLimits limits = {});
+    PickleMachine(const PickleMachine&) = delete;
+    PickleMachine& operator=(const PickleMachine&) = delete;
 
     using Progress = std::function<void(uint64_t offset, uint64_t size)>;
     // Runs to STOP and returns the top of the stack. Throws ParseError or Cancelled.
@@ -188,6 +190,15 @@ private:
         return {0, m.ref, m.tag};
     }
     std::vector<MemoSlot> memo_;
+    // Where the document prefaults (a large file), the memo's pages are taken (faulted and
+    // zeroed) on its thread kMemoAhead slots before they are written: a 600 MB snapshot
+    // memoises millions of values.
+    static constexpr size_t kMemoAhead = 65536;
+    [[gnu::noinline]] void prefaultMemo();
+    [[gnu::always_inline]] void memoPushed() {
+        if ((memo_.size() & (kMemoAhead - 1)) == 0) [[unlikely]]
+            prefaultMemo();
+    }
     // Per container node: 1 + the memo slot that refers to it, 0 for none, kShared when it may be
     // referred to from elsewhere too (a second memo slot, DUP, a memo get): only unshared
     // collapsed nodes are recycled.
