@@ -1,4 +1,4 @@
-#include "HugePages.h"
+#include "memlens/model/HugePages.h"
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #include "memlens/model/PickleDocument.h"
 
-#include "HugePages.h"
+#include "memlens/model/HugePages.h"
 #include "Prefaulter.h"
 
 

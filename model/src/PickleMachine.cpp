@@ -2,7 +2,7 @@
 
 #include "memlens/model/ParseError.h"
 
-#include "HugePages.h"
+#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,6 +1,6 @@
 #include "memlens/model/Snapshot.h"
 
-#include "HugePages.h"
+#include "memlens/model/HugePages.h"
 
 
 #include <algorithm>

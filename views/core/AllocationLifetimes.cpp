@@ -1,6 +1,7 @@
 #include "core/AllocationLifetimes.h"
 
 #include "memlens/model/AddressMap.h"
+#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -48,6 +49,7 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
     const auto allocs = static_cast<size_t>(std::count(trace.action.begin(), trace.action.end(), Action::Alloc));
     auto& all = m_all;
     all.reserve(allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
+    model::adviseHugePages(all);
     // address -> index into all, or kBefore | index into before
     constexpr size_t kBefore = size_t(1) << 63;
     model::AddressMap<size_t> open;
@@ -113,7 +115,10 @@ void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before) {
 
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
     n = std::min(n, m_all.size());
-    std::vector<uint32_t> idx(m_all.size());
+    std::vector<uint32_t> idx;
+    idx.reserve(m_all.size());
+    model::adviseHugePages(idx);
+    idx.resize(m_all.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
     // larger first; of equal sizes the earlier
     auto before = [this](uint32_t x, uint32_t y) {
@@ -129,6 +134,7 @@ std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis
                                                        double maxCover) const {
     std::vector<std::pair<double, uint32_t>> area;  // (visible bytes x span, index)
     area.reserve(m_all.size());
+    model::adviseHugePages(area);
     const int64_t count = axis.count();
     const double start = axis.startX(), endX = axis.endX();
     for (size_t i = 0; i < m_all.size(); ++i) {
