@@ -166,7 +166,8 @@ void BlockMapView::refresh() {
         return;
     }
     const bool simulated = isShowingSimulated();
-    const model::DeviceState& st = simulated ? *m_simulated : m_doc->currentState();
+    const std::shared_ptr<const model::DeviceState> current = simulated ? nullptr : m_doc->currentStateShared();
+    const model::DeviceState& st = simulated ? *m_simulated : *current;
     if (st.segments.empty()) {
         showPlaceholder((simulated ? tr("Nothing reserved in the simulation (%1) %2.").arg(m_simulatedLabel)
                                    : tr("Nothing reserved on %1 %2.").arg(QString::fromStdString(model::deviceLabel(m_doc->device()))))
@@ -175,27 +176,29 @@ void BlockMapView::refresh() {
     }
     m_pages->showContent();
     m_canvas->setMarkedAddresses(simulated ? std::vector<uint64_t>{} : m_doc->markedOnDevice());
-    m_canvas->setState(simulated ? m_simulated : groupedByPool(st), m_doc->loaded().snapshot);
+    m_canvas->setState(simulated ? m_simulated : groupedByPool(current), m_doc->loaded().snapshot);
     updateVerdict();
     updateTotals();
 }
 
-// The state with its segments grouped by pool: the default pool first, then each private pool (CUDA
-// graphs, MemPool), each in address order.
-std::shared_ptr<const model::DeviceState> BlockMapView::groupedByPool(const model::DeviceState& st) {
-    auto copy = std::make_shared<model::DeviceState>(st);
-    std::stable_sort(copy->segments.begin(), copy->segments.end(),
-                     [](const model::StateSegment& a, const model::StateSegment& b) {
-                         if (a.pool.isDefault() != b.pool.isDefault()) return a.pool.isDefault();
-                         return a.pool < b.pool;
-                     });
+// Where the segments are grouped already (one pool: the common case) the state is shared, not a
+// copy of its hundreds of thousands of blocks.
+std::shared_ptr<const model::DeviceState> BlockMapView::groupedByPool(std::shared_ptr<const model::DeviceState> st) {
+    const auto byPool = [](const model::StateSegment& a, const model::StateSegment& b) {
+        if (a.pool.isDefault() != b.pool.isDefault()) return a.pool.isDefault();
+        return a.pool < b.pool;
+    };
+    if (std::is_sorted(st->segments.begin(), st->segments.end(), byPool)) return st;
+    auto copy = std::make_shared<model::DeviceState>(*st);
+    std::stable_sort(copy->segments.begin(), copy->segments.end(), byPool);
     return copy;
 }
 
 void BlockMapView::setSimulatedState(std::shared_ptr<const model::DeviceState> state, const QString& label) {
+    const bool nothingShownChanges = !state && !m_simulated;  // what-if clearing what it never set
     m_simulated = std::move(state);
     m_simulatedLabel = label;
-    refresh();
+    if (!nothingShownChanges) refresh();
 }
 
 bool BlockMapView::isShowingSimulated() const {

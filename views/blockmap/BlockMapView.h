@@ -42,6 +42,10 @@ public:
     void setSimulatedState(std::shared_ptr<const model::DeviceState> state, const QString& label);
     bool isShowingSimulated() const;
 
+    // The state with its segments grouped by pool: the default pool first, then each private
+    // pool (CUDA graphs, MemPool), each in address order. st itself where it is so already.
+    static std::shared_ptr<const model::DeviceState> groupedByPool(std::shared_ptr<const model::DeviceState> st);
+
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
@@ -52,7 +56,6 @@ private:
     void showPlaceholder(const QString& text);
     void updateVerdict();
     void updateTotals();
-    static std::shared_ptr<const model::DeviceState> groupedByPool(const model::DeviceState& st);
     // The line about the blocks held by what the document marks (a selected retained graph).
     QString markedSentence(const model::DeviceState& st) const;
 

@@ -117,11 +117,19 @@ const TimelineExtras& SnapshotDocument::timelineExtras() const {
 
 int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(deviceData().trace.rows()); }
 
-const model::DeviceState& SnapshotDocument::currentState() const {
+const model::DeviceState& SnapshotDocument::currentState() const { return *currentStateShared(); }
+
+std::shared_ptr<const model::DeviceState> SnapshotDocument::currentStateShared() const {
     // the last entry's state needs no history (while rewinding, the current entry is the last)
-    if (!m_state || m_state->at != m_current || m_state->device != m_device)
-        m_state = m_current == entryCount() - 1 ? finalState() : history().stateAfter(m_current);
-    return *m_state;
+    if (!m_state || m_state->at != m_current || m_state->device != m_device) {
+        const auto loaded = m_loaded->finalStates.find(m_device);
+        if (m_current == entryCount() - 1 && loaded != m_loaded->finalStates.end())
+            m_state = loaded->second;
+        else
+            m_state = std::make_shared<const model::DeviceState>(
+                m_current == entryCount() - 1 ? finalState() : history().stateAfter(m_current));
+    }
+    return m_state;
 }
 
 std::optional<std::pair<int64_t, int64_t>> SnapshotDocument::selection() const {

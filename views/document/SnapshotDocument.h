@@ -68,6 +68,8 @@ public:
     int64_t currentEvent() const { return m_current; }
     // The allocator state right after the current entry (cached).
     const model::DeviceState& currentState() const;
+    // The same, shared: the last entry's is the one the load computed, not a copy of it.
+    std::shared_ptr<const model::DeviceState> currentStateShared() const;
 
     // The selected range of entries [first, last], if any. Selections stack up; back() returns
     // to the previous one.
@@ -129,7 +131,7 @@ private:
     QString m_selectedDescription;
     std::optional<uint64_t> m_selectedAddress;
     MarkedAddresses m_marked;
-    mutable std::optional<model::DeviceState> m_state;
+    mutable std::shared_ptr<const model::DeviceState> m_state;
     model::DeviceData m_emptyDevice;
     model::DeviceTimeline m_emptyTimeline;
     AllocationLifetimes m_emptyLifetimes;

@@ -308,6 +308,7 @@ void TimelineView::updateLegend() {
 }
 
 void TimelineView::setSimulatedSeries(std::vector<model::SeriesPoint> series) {
+    if (series.empty() && m_simulatedSeries.empty()) return;  // what-if clearing what it never set
     m_simulatedSeries = std::move(series);
     updateSimulatedLines();
     m_dirty = true;

@@ -183,6 +183,28 @@ private slots:
         }
     }
 
+    // Grouping by pool moves private pools' segments after the default pool's, keeps address order
+    // within each pool, and shares a state that is grouped already instead of copying it.
+    void groupingByPoolCopiesOnlyWhereSegmentsMove() {
+        using memlens::model::PoolId;
+        auto state = std::make_shared<memlens::model::DeviceState>();
+        const std::pair<uint64_t, PoolId> segs[] = {
+            {0x1000, PoolId{}}, {0x2000, PoolId{1, 0}}, {0x3000, PoolId{0, 1}}, {0x4000, PoolId{}}, {0x5000, PoolId{0, 1}}};
+        for (const auto& [address, pool] : segs) {
+            memlens::model::StateSegment seg;
+            seg.address = address;
+            seg.pool = pool;
+            state->segments.push_back(seg);
+        }
+        const auto grouped = BlockMapView::groupedByPool(state);
+        QVERIFY(grouped != state);
+        std::vector<uint64_t> order;
+        for (const auto& seg : grouped->segments) order.push_back(seg.address);
+        QCOMPARE(order, (std::vector<uint64_t>{0x1000, 0x4000, 0x3000, 0x5000, 0x2000}));
+        QCOMPARE(state->segments[1].address, uint64_t(0x2000));  // the input is left as it was
+        QCOMPARE(BlockMapView::groupedByPool(grouped), grouped);  // grouped already: the same state
+    }
+
     // segments grouped by pool: the default pool first, then each private pool; each pool in the totals
     void privatePoolsGrouped() {
         auto doc = viewtest::newerDocument();
