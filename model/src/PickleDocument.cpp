@@ -1,8 +1,8 @@
 #include "memlens/model/PickleDocument.h"
 
-#include "memlens/model/HugePages.h"
 #include "Prefaulter.h"
 
+#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <bit>
@@ -101,9 +101,9 @@ void PickleDocument::reserve(size_t nodes, size_t items) {
     nodes_.reserve(nodes);
     pool_.reserve(items);
     chunks_.reserve(nodes);
-    adviseHugePages(nodes_.data(), nodes_.capacity() * sizeof(Node));
-    adviseHugePages(pool_.data(), pool_.capacity() * sizeof(Value));
-    adviseHugePages(chunks_.data(), chunks_.capacity() * sizeof(Chunk));
+    adviseHugePages(nodes_);
+    adviseHugePages(pool_);
+    adviseHugePages(chunks_);
     if (!prefaulter_ && pool_.capacity() * sizeof(Value) >= (size_t(32) << 20)) {
         prefaulter_ = std::make_unique<Prefaulter>();
         poolPrefaulted_ = 0;

@@ -1,8 +1,7 @@
 #include "memlens/model/PickleMachine.h"
 
-#include "memlens/model/ParseError.h"
-
 #include "memlens/model/HugePages.h"
+#include "memlens/model/ParseError.h"
 
 #include <algorithm>
 #include <bit>
@@ -82,10 +81,10 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     // Address space for what a file of this size is likely to need; pages cost only when touched.
     memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
-    adviseHugePages(memo_.data(), memo_.capacity() * sizeof(MemoSlot));
+    adviseHugePages(memo_);
     // one per container node: as many as the document reserves (SnapshotHooks)
     nodeMemo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
-    adviseHugePages(nodeMemo_.data(), nodeMemo_.capacity() * sizeof(uint32_t));
+    adviseHugePages(nodeMemo_);
     if (memo_.capacity() >= 4 * kMemoAhead)  // then one range per kMemoAhead (prefaultMemo)
         doc_.prefault(memo_.data(), 2 * kMemoAhead * sizeof(MemoSlot));
     stack_.reserve(4096);

@@ -2,7 +2,6 @@
 
 #include "memlens/model/HugePages.h"
 
-
 #include <algorithm>
 #include <climits>
 #include <stdexcept>
@@ -44,13 +43,12 @@ void TraceColumns::reserve(size_t n) {
     stack.reserve(n);
     compileContext.reserve(n);
     userMetadata.reserve(n);
-    auto advise = [](const auto& column) { adviseHugePages(column.data(), column.capacity() * sizeof(column[0])); };
-    advise(action);
-    advise(flags);
-    advise(addr);
-    advise(size);
-    advise(timeUs);
-    advise(stack);
+    adviseHugePages(action);
+    adviseHugePages(flags);
+    adviseHugePages(addr);
+    adviseHugePages(size);
+    adviseHugePages(timeUs);
+    adviseHugePages(stack);
 }
 
 void TraceColumns::clear() { *this = TraceColumns(); }

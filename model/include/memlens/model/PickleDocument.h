@@ -77,7 +77,6 @@ public:
     // large arrays (the pool, the machine's memo, the trace rows): their page faults would
     // otherwise be a large part of the parsing thread's time.
     void prefault(const void* begin, size_t bytes) const;
-    bool prefaulting() const { return prefaulter_ != nullptr; }
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }
