@@ -362,8 +362,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     if (static_cast<uint64_t>(n) >= PackedLive::kNoAlloc)
         throw std::length_error("a trace of " + std::to_string(n) +
                                 " entries is more than the state history can index (2^32 - 2)");
-    d_->pairedAlloc.reserve(static_cast<size_t>(n));
-    adviseHugePages(d_->pairedAlloc);
+    reserveHugePages(d_->pairedAlloc, static_cast<size_t>(n));
     d_->pairedAlloc.assign(static_cast<size_t>(n), PackedLive::kNoAlloc);
     AddressMap<int64_t> open;
     for (int64_t i = 0; i < n; ++i) {

@@ -13,8 +13,7 @@ std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
     const int32_t n = t.rowsAsInt32("the allocation lives");
     // exactly one per alloc: a vector grown by doubling would hold up to twice that (on a 600 MB
     // trace, 1.4 million allocs: 11 MB instead of up to 22)
-    out.reserve(static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));
-    adviseHugePages(out);
+    reserveHugePages(out, static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));
     AddressMap<size_t> open;  // address -> index into out
     for (int32_t i = 0; i < n; ++i) {
         const Action a = t.action[i];

@@ -53,8 +53,7 @@ size_t PackedSeries::memoryBytes() const {
 PackedSeries::BackwardWriter::BackwardWriter(size_t n) : m_next(n) {
     m_out.m_size = n;
     m_out.m_base.assign(blocksFor(n), 0);
-    m_out.m_delta.reserve(n);
-    adviseHugePages(m_out.m_delta);
+    reserveHugePages(m_out.m_delta, n);
     m_out.m_delta.resize(n);
     m_out.m_wide.assign(blocksFor(n), 0);
 }

@@ -69,22 +69,18 @@ void PickleDocument::append(uint32_t id, const Value* first, size_t n) {
     }
     if (!rows) {
         pool_.insert(pool_.end(), first, first + n);
-        if (pool_.size() + kPoolAhead > poolPrefaulted_) [[unlikely]]
-            prefaultPool();
+        prefaultAhead(pool_, poolPrefaulted_, kPoolAhead);
     }
     nd.count += static_cast<uint32_t>(n);
 }
 
-void PickleDocument::prefaultPool() {
-    if (!prefaulter_) return;
-    const size_t to = std::min(pool_.capacity(), std::max(poolPrefaulted_, pool_.size()) + kPoolAhead);
-    if (to <= poolPrefaulted_) return;
-    prefaulter_->request(pool_.data() + poolPrefaulted_, (to - poolPrefaulted_) * sizeof(Value));
-    poolPrefaulted_ = to;
-}
-
-void PickleDocument::prefault(const void* begin, size_t bytes) const {
-    if (prefaulter_) prefaulter_->request(begin, bytes);
+size_t PickleDocument::prefaultRange(const void* data, size_t elementBytes, size_t from, size_t to,
+                                     size_t capacity) const {
+    if (!prefaulter_ || from >= capacity) return kPrefaultedAll;  // nothing to do, now or later
+    to = std::min(to, capacity);
+    if (to > from)
+        prefaulter_->request(static_cast<const char*>(data) + from * elementBytes, (to - from) * elementBytes);
+    return to;
 }
 
 void PickleDocument::release(uint32_t id) {
@@ -98,16 +94,13 @@ void PickleDocument::release(uint32_t id) {
 }
 
 void PickleDocument::reserve(size_t nodes, size_t items) {
-    nodes_.reserve(nodes);
-    pool_.reserve(items);
-    chunks_.reserve(nodes);
-    adviseHugePages(nodes_);
-    adviseHugePages(pool_);
-    adviseHugePages(chunks_);
+    reserveHugePages(nodes_, nodes);
+    reserveHugePages(pool_, items);
+    reserveHugePages(chunks_, nodes);
     if (!prefaulter_ && pool_.capacity() * sizeof(Value) >= (size_t(32) << 20)) {
         prefaulter_ = std::make_unique<Prefaulter>();
         poolPrefaulted_ = 0;
-        prefaultPool();
+        prefaultAhead(pool_, poolPrefaulted_, kPoolAhead);
     }
 }
 

@@ -80,20 +80,10 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     // Address space for what a file of this size is likely to need; pages cost only when touched.
-    memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
-    adviseHugePages(memo_);
+    reserveHugePages(memo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
     // one per container node: as many as the document reserves (SnapshotHooks)
-    nodeMemo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
-    adviseHugePages(nodeMemo_);
-    if (memo_.capacity() >= 4 * kMemoAhead)  // then one range per kMemoAhead (prefaultMemo)
-        doc_.prefault(memo_.data(), 2 * kMemoAhead * sizeof(MemoSlot));
+    reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
-}
-
-// The slots [size + kMemoAhead, size + 2 kMemoAhead), within the reservation.
-void PickleMachine::prefaultMemo() {
-    const size_t from = memo_.size() + kMemoAhead;
-    if (from + kMemoAhead <= memo_.capacity()) doc_.prefault(memo_.data() + from, kMemoAhead * sizeof(MemoSlot));
 }
 
 void PickleMachine::fail(const std::string& what) const { throw ParseError(opOffset_, what); }

@@ -33,22 +33,16 @@ const char* blockStateName(BlockState s) {
 }
 
 void TraceColumns::reserve(size_t n) {
-    action.reserve(n);
+    reserveHugePages(action, n);
     actionName.reserve(n);
-    flags.reserve(n);
-    addr.reserve(n);
-    size.reserve(n);
+    reserveHugePages(flags, n);
+    reserveHugePages(addr, n);
+    reserveHugePages(size, n);
     stream.reserve(n);
-    timeUs.reserve(n);
-    stack.reserve(n);
+    reserveHugePages(timeUs, n);
+    reserveHugePages(stack, n);
     compileContext.reserve(n);
     userMetadata.reserve(n);
-    adviseHugePages(action);
-    adviseHugePages(flags);
-    adviseHugePages(addr);
-    adviseHugePages(size);
-    adviseHugePages(timeUs);
-    adviseHugePages(stack);
 }
 
 void TraceColumns::clear() { *this = TraceColumns(); }

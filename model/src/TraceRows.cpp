@@ -148,23 +148,13 @@ Action TraceRows::actionOf(StringId name) {
     t.stack.push_back(r.stack);
     t.compileContext.push_back(r.compileContext);
     t.userMetadata.push_back(r.userMetadata);
-    if (t.rows() % kPrefaultRows == 0) prefaultRows();
+    doc_.prefaultAhead(t.action, prefaulted_[0], kPrefaultRows);
+    doc_.prefaultAhead(t.flags, prefaulted_[1], kPrefaultRows);
+    doc_.prefaultAhead(t.addr, prefaulted_[2], kPrefaultRows);
+    doc_.prefaultAhead(t.size, prefaulted_[3], kPrefaultRows);
+    doc_.prefaultAhead(t.timeUs, prefaulted_[4], kPrefaultRows);
+    doc_.prefaultAhead(t.stack, prefaulted_[5], kPrefaultRows);
     return static_cast<uint32_t>(t.rows() - 1);
-}
-
-void TraceRows::prefaultRows() {
-    auto& t = rows_;
-    size_t from = t.rows() + kPrefaultRows;
-    if (from + kPrefaultRows > t.action.capacity()) return;  // beyond the reservation
-    auto ahead = [&](const auto& column) {
-        doc_.prefault(column.data() + from, kPrefaultRows * sizeof(column[0]));
-    };
-    ahead(t.action);
-    ahead(t.flags);
-    ahead(t.addr);
-    ahead(t.size);
-    ahead(t.timeUs);
-    ahead(t.stack);
 }
 
 std::optional<uint32_t> TraceRows::fromItems(const Value* items, size_t n) { return read(items, n, nullptr); }

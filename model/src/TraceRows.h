@@ -5,6 +5,7 @@
 #include "memlens/model/PickleDocument.h"
 #include "memlens/model/Snapshot.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -49,9 +50,10 @@ private:
     static inline bool entryInt(const Value& v, bool negativeOk, uint64_t& out, const char*& bad);
     inline Action actionOf(StringId name);
     [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
-    // The pages of the rows after the next kPrefaultRows, while those are being written.
+    // The fixed-width columns' pages are prefaulted kPrefaultRows rows ahead (PickleDocument::
+    // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack.
     static constexpr size_t kPrefaultRows = 16384;
-    void prefaultRows();
+    std::array<size_t, 6> prefaulted_{};
 
     const PickleDocument& doc_;
     TraceColumns rows_;

@@ -48,8 +48,7 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
     const int32_t n = trace.rowsAsInt32("the allocation lifetimes");
     const auto allocs = static_cast<size_t>(std::count(trace.action.begin(), trace.action.end(), Action::Alloc));
     auto& all = m_all;
-    all.reserve(allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
-    model::adviseHugePages(all);
+    model::reserveHugePages(all, allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
     // address -> index into all, or kBefore | index into before
     constexpr size_t kBefore = size_t(1) << 63;
     model::AddressMap<size_t> open;
@@ -116,8 +115,7 @@ void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before) {
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
     n = std::min(n, m_all.size());
     std::vector<uint32_t> idx;
-    idx.reserve(m_all.size());
-    model::adviseHugePages(idx);
+    model::reserveHugePages(idx, m_all.size());
     idx.resize(m_all.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
     // larger first; of equal sizes the earlier
@@ -133,8 +131,7 @@ std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
 std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis& axis, double x0, double x1,
                                                        double maxCover) const {
     std::vector<std::pair<double, uint32_t>> area;  // (visible bytes x span, index)
-    area.reserve(m_all.size());
-    model::adviseHugePages(area);
+    model::reserveHugePages(area, m_all.size());
     const int64_t count = axis.count();
     const double start = axis.startX(), endX = axis.endX();
     for (size_t i = 0; i < m_all.size(); ++i) {

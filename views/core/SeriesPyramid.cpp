@@ -50,10 +50,7 @@ void SeriesPyramid::build(const Series& series) {
         for (size_t b = 0; b < above.size(); ++b) {
             const size_t from = b * kBlock, to = std::min(below.size(), from + kBlock);
             RangeExtremes r = below[from];
-            for (size_t k = from + 1; k < to; ++k) {
-                if (below[k].min < r.min) r.min = below[k].min;
-                if (below[k].max > r.max) r = {r.min, below[k].max, below[k].maxIndex};
-            }
+            for (size_t k = from + 1; k < to; ++k) foldExtremes(below[k], r);
             above[b] = r;
         }
         m_levels.push_back(std::move(above));
@@ -93,14 +90,7 @@ void SeriesPyramid::foldRange(const Series& v, int64_t from, int64_t to, int lev
     }
     foldRange(v, from, firstWhole * values, level - 1, r);
     const auto& blocks = m_levels[static_cast<size_t>(level)];
-    for (int64_t b = firstWhole; b < endWhole; ++b) {
-        const RangeExtremes& s = blocks[static_cast<size_t>(b)];
-        if (s.min < r.min) r.min = s.min;
-        if (s.max > r.max) {
-            r.max = s.max;
-            r.maxIndex = s.maxIndex;
-        }
-    }
+    for (int64_t b = firstWhole; b < endWhole; ++b) foldExtremes(blocks[static_cast<size_t>(b)], r);
     foldRange(v, endWhole * values, to, level - 1, r);
 }
 

@@ -18,6 +18,16 @@ struct RangeExtremes {
     int64_t maxIndex = -1;  // the first index where max is reached
 };
 
+// Folds the extremes s of a range after r's into r: a max only strictly greater moves maxIndex,
+// so that the first index of the max wins ties.
+inline void foldExtremes(const RangeExtremes& s, RangeExtremes& r) {
+    if (s.min < r.min) r.min = s.min;
+    if (s.max > r.max) {
+        r.max = s.max;
+        r.maxIndex = s.maxIndex;
+    }
+}
+
 // Folds series[from, to) into r: its min, its max and the first index where a new max is reached.
 void foldExtremes(std::span<const int64_t> series, int64_t from, int64_t to, RangeExtremes& r);
 void foldExtremes(const model::PackedSeries& series, int64_t from, int64_t to, RangeExtremes& r);

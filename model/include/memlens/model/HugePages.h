@@ -18,4 +18,11 @@ void adviseHugePages(const Vector& v) {
     adviseHugePages(v.data(), v.capacity() * sizeof(*v.data()));
 }
 
+// Reserves n elements in v and advises the reservation (what each large array written once does).
+template <class Vector>
+void reserveHugePages(Vector& v, size_t n) {
+    v.reserve(n);
+    adviseHugePages(v);
+}
+
 } // namespace memlens::model

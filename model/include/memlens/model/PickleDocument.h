@@ -4,6 +4,7 @@
 #include "memlens/model/PickleValue.h"
 #include "memlens/model/StringTable.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -70,13 +71,20 @@ public:
     void recycle(uint32_t id) { free_.push_back(id); }
     // Address space for what a file is likely to need: the kernel backs only the pages used, and
     // the pool is not copied (and its pages touched twice) each time it would have doubled. A
-    // large reservation (a large file) also starts the prefaulting thread (prefault()).
+    // large reservation (a large file) also starts the prefaulting thread (prefaultAhead()).
     void reserve(size_t nodes, size_t items);
-    // Has the pages of [begin, begin + bytes) faulted in and zeroed on a second thread, ahead of
-    // their first write, where reserve() started one; otherwise does nothing. For the reader's
-    // large arrays (the pool, the machine's memo, the trace rows): their page faults would
-    // otherwise be a large part of the parsing thread's time.
-    void prefault(const void* begin, size_t bytes) const;
+    // Keeps the pages of v's reservation up to `ahead` elements past its end faulted in and zeroed
+    // on a second thread, before their first write, where reserve() started one. For the reader's
+    // large arrays (the pool, the machine's memo, the trace columns): their page faults would
+    // otherwise be a large part of the parsing thread's time. Call it after each growth of v;
+    // mark (0 at first) is how far v has been asked for: each call past mark - ahead asks for the
+    // next range. The mark, not v's size, says where to go on, since a vector may shrink and grow
+    // again (the pool, as collapsed nodes release their items).
+    template <class T>
+    [[gnu::always_inline]] void prefaultAhead(const std::vector<T>& v, size_t& mark, size_t ahead) const {
+        if (v.size() + ahead > mark) [[unlikely]]
+            mark = prefaultRange(v.data(), sizeof(T), mark, std::max(mark, v.size()) + ahead, v.capacity());
+    }
     Node& node(uint32_t id) { return nodes_[id]; }
     const Node& node(uint32_t id) const { return nodes_[id]; }
     size_t nodeCount() const { return nodes_.size(); }
@@ -122,12 +130,15 @@ private:
     std::vector<uint32_t> free_;
     std::vector<Chunk> chunks_;
     std::vector<Value> pool_;
-    // the pool's slots up to here are prefaulted (or asked to be): the pool shrinks and grows
-    // again as collapsed nodes release their items, so the next range goes by the highest mark
+    // the pool's prefaulting mark (prefaultAhead)
     static constexpr size_t kPoolAhead = 65536;
     size_t poolPrefaulted_ = 0;
-    void prefaultPool();
     std::unique_ptr<Prefaulter> prefaulter_;
+    // Asks for elements [from, min(to, capacity)) of the array at data; returns the new mark:
+    // kPrefaultedAll where there is nothing more to ask for (no thread, the reservation reached).
+    static constexpr size_t kPrefaultedAll = ~size_t(0) / 2;
+    [[gnu::noinline]] size_t prefaultRange(const void* data, size_t elementBytes, size_t from, size_t to,
+                                           size_t capacity) const;
 };
 
 } // namespace memlens::model

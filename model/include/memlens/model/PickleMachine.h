@@ -194,11 +194,8 @@ private:
     // zeroed) on its thread kMemoAhead slots before they are written: a 600 MB snapshot
     // memoises millions of values.
     static constexpr size_t kMemoAhead = 65536;
-    [[gnu::noinline]] void prefaultMemo();
-    [[gnu::always_inline]] void memoPushed() {
-        if ((memo_.size() & (kMemoAhead - 1)) == 0) [[unlikely]]
-            prefaultMemo();
-    }
+    size_t memoPrefaulted_ = 0;
+    [[gnu::always_inline]] void memoPushed() { doc_.prefaultAhead(memo_, memoPrefaulted_, kMemoAhead); }
     // Per container node: 1 + the memo slot that refers to it, 0 for none, kShared when it may be
     // referred to from elsewhere too (a second memo slot, DUP, a memo get): only unshared
     // collapsed nodes are recycled.
