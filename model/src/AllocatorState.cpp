@@ -2,6 +2,7 @@
 
 #include "memlens/model/AddressMap.h"
 #include "memlens/model/HugePages.h"
+#include "memlens/model/StateCheckpoint.h"
 
 #include <algorithm>
 #include <bit>
@@ -33,43 +34,50 @@ struct Seg {
     PoolId pool;  // from the snapshot's segments; a segment the trace rebuilds gets the default pool
 };
 
+// "no alloc" in 32-bit entry indices (the history refuses traces of 2^32 - 1 entries or more)
+constexpr uint32_t kNoAlloc = ~uint32_t(0);
+
+// A live block while rewinding: 32 bytes, so that the working state's hash table of a
+// 175,000-block state takes 25 MB instead of 34 (each query and the history's build hold one).
 struct Live {
     uint64_t size = 0;
     uint64_t requested = 0;
     StackId stack = 0;
-    int64_t allocIndex = -1;
+    uint32_t alloc = kNoAlloc;  // the entry that allocated it
     bool pending = false;     // freed by the program, not yet returned to the cache
     bool recreated = false;   // rebuilt from a free entry while rewinding
     bool estimated = false;
+    int64_t allocIndex() const { return alloc == kNoAlloc ? -1 : static_cast<int64_t>(alloc); }
+};
+static_assert(sizeof(Live) == 32);
+
+// The alloc entry of each block alive at the end, by address, sorted: 16 bytes a block, where
+// the pairing's hash table, kept for the history's life, took 12.6 MB for 175,000 blocks.
+class FinalAllocs {
+public:
+    explicit FinalAllocs(const AddressMap<int64_t>& open) {
+        m_entries.reserve(open.size());
+        open.forEach([this](uint64_t a, int64_t at) { m_entries.emplace_back(a, at); });
+        std::sort(m_entries.begin(), m_entries.end());
+    }
+    FinalAllocs() = default;
+    const int64_t* find(uint64_t address) const {
+        auto it = std::lower_bound(m_entries.begin(), m_entries.end(), std::pair<uint64_t, int64_t>(address, INT64_MIN));
+        return it != m_entries.end() && it->first == address ? &it->second : nullptr;
+    }
+    size_t memoryBytes() const { return m_entries.capacity() * sizeof(m_entries[0]); }
+
+private:
+    std::vector<std::pair<uint64_t, int64_t>> m_entries;
 };
 
-struct SegRec {
-    uint64_t address;
-    Seg seg;
-};
 struct LiveRec {
     uint64_t address;
     Live live;
 };
 
-// A block as a checkpoint keeps it: 32 bytes instead of LiveRec's 48, its three flags in a byte
-// array beside (a checkpoint of a 600 MB trace holds some 175,000 blocks, and there are nine).
-struct PackedLive {
-    static constexpr uint32_t kNoAlloc = ~uint32_t(0);
-    uint64_t address;
-    uint64_t size;
-    uint64_t requested;
-    StackId stack;
-    uint32_t allocIndex;  // kNoAlloc: none (the history refuses traces of 2^32 - 1 entries or more)
-};
-static_assert(sizeof(PackedLive) == 32);
-
-struct Checkpoint {
-    int64_t at;  // state right after this entry
-    std::vector<SegRec> segments;
-    std::vector<PackedLive> blocks;
-    std::vector<uint8_t> flags;  // per block: 1 pending, 2 recreated, 4 estimated
-};
+// a block's flags in a checkpoint
+enum : uint8_t { kPending = 1, kRecreated = 2, kEstimated = 4 };
 
 struct Working {
     std::map<uint64_t, Seg> segments;
@@ -86,15 +94,15 @@ struct StateHistory::Impl {
     // for free entries: index of the alloc they free (kNoAlloc: not recorded); 32 bits, since
     // a 600 MB trace has 3.8 million entries
     std::vector<uint32_t> pairedAlloc;
-    std::vector<Checkpoint> checkpoints;  // ascending by at
+    std::vector<StateCheckpoint> checkpoints;  // ascending by at
     size_t interval = 0;
 
     void undo(Working& w, int64_t i) const;
-    Checkpoint save(const Working& w, int64_t at) const;
-    Working load(const Checkpoint& c) const;
+    StateCheckpoint save(const Working& w, int64_t at) const;
+    Working load(const StateCheckpoint& c) const;
     DeviceState materialize(const Working& w, int64_t at) const;
     DeviceState finalState(int64_t at) const;
-    AddressMap<int64_t> finalAllocIndex;  // alloc entry of blocks alive at the end
+    FinalAllocs finalAllocIndex;  // alloc entry of blocks alive at the end
 };
 
 void StateHistory::Impl::undo(Working& w, int64_t i) const {
@@ -124,9 +132,9 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
         }
         b.recreated = true;
         b.pending = t.action[i] == Action::FreeCompleted;
-        b.allocIndex = pairedAlloc[i] == PackedLive::kNoAlloc ? -1 : static_cast<int64_t>(pairedAlloc[i]);
-        b.stack = b.allocIndex >= 0 ? t.stack[b.allocIndex] : t.stack[i];
-        if (b.allocIndex >= 0 && t.size[b.allocIndex] != size) b.requested = t.size[b.allocIndex];
+        b.alloc = pairedAlloc[i];
+        b.stack = b.alloc != kNoAlloc ? t.stack[b.alloc] : t.stack[i];
+        if (b.alloc != kNoAlloc && t.size[b.alloc] != size) b.requested = t.size[b.alloc];
         w.blocks[addr] = b;
         break;
     }
@@ -189,37 +197,37 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
     }
 }
 
-Checkpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
-    Checkpoint c;
-    c.at = at;
-    c.segments.reserve(w.segments.size());
-    for (const auto& [a, s] : w.segments) c.segments.push_back({a, s});
-    c.blocks.reserve(w.blocks.size());
-    c.flags.reserve(w.blocks.size());
-    w.blocks.forEach([&c](uint64_t a, const Live& b) {
-        c.blocks.push_back({a, b.size, b.requested, b.stack,
-                            b.allocIndex < 0 ? PackedLive::kNoAlloc : static_cast<uint32_t>(b.allocIndex)});
-        c.flags.push_back(static_cast<uint8_t>((b.pending ? 1 : 0) | (b.recreated ? 2 : 0) | (b.estimated ? 4 : 0)));
+StateCheckpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
+    std::vector<CheckpointSegment> segments;
+    segments.reserve(w.segments.size());
+    for (const auto& [a, s] : w.segments) segments.push_back({a, s.size, s.stream, s.expandable, s.large, s.pool});
+    std::vector<CheckpointBlock> blocks;
+    blocks.reserve(w.blocks.size());
+    w.blocks.forEach([&blocks](uint64_t a, const Live& b) {
+        blocks.push_back({a, b.size, b.requested, b.stack, b.allocIndex(),
+                          static_cast<uint8_t>((b.pending ? kPending : 0) | (b.recreated ? kRecreated : 0) |
+                                               (b.estimated ? kEstimated : 0))});
     });
-    c.segments.shrink_to_fit();
-    return c;
+    return StateCheckpoint(at, segments, std::move(blocks));
 }
 
-Working StateHistory::Impl::load(const Checkpoint& c) const {
+Working StateHistory::Impl::load(const StateCheckpoint& c) const {
     Working w;
-    for (const auto& r : c.segments) w.segments.emplace_hint(w.segments.end(), r.address, r.seg);
-    w.blocks = AddressMap<Live>(c.blocks.size() + std::min<size_t>(interval, 4096));
-    for (size_t i = 0; i < c.blocks.size(); ++i) {
-        const PackedLive& r = c.blocks[i];
-        Live& l = w.blocks[r.address];
-        l.size = r.size;
-        l.requested = r.requested;
-        l.stack = r.stack;
-        l.allocIndex = r.allocIndex == PackedLive::kNoAlloc ? -1 : static_cast<int64_t>(r.allocIndex);
-        l.pending = (c.flags[i] & 1) != 0;
-        l.recreated = (c.flags[i] & 2) != 0;
-        l.estimated = (c.flags[i] & 4) != 0;
-    }
+    w.blocks = AddressMap<Live>(c.blockCount() + std::min<size_t>(interval, 4096));
+    c.decode(
+        [&w](const CheckpointSegment& s) {
+            w.segments.emplace_hint(w.segments.end(), s.address, Seg{s.size, s.stream, s.expandable, s.large, s.pool});
+        },
+        [&w](const CheckpointBlock& b) {
+            Live& l = w.blocks[b.address];
+            l.size = b.size;
+            l.requested = b.requested;
+            l.stack = b.stack;
+            l.alloc = b.allocIndex < 0 ? kNoAlloc : static_cast<uint32_t>(b.allocIndex);
+            l.pending = (b.flags & kPending) != 0;
+            l.recreated = (b.flags & kRecreated) != 0;
+            l.estimated = (b.flags & kEstimated) != 0;
+        });
     return w;
 }
 
@@ -265,11 +273,11 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
             b.size = std::min(r.live.size, limit - r.address);
             b.requestedSize = r.live.requested;
             b.stack = r.live.stack;
-            b.allocIndex = r.live.allocIndex;
+            b.allocIndex = r.live.allocIndex();
             b.sizeEstimated = r.live.estimated;
             if (r.live.pending)
                 b.kind = StateBlockKind::PendingFree;
-            else if (r.live.recreated && r.live.allocIndex < 0)
+            else if (r.live.recreated && r.live.alloc == kNoAlloc)
                 b.kind = StateBlockKind::BeforeRecording;
             else
                 b.kind = StateBlockKind::Allocated;
@@ -290,7 +298,8 @@ namespace {
 
 // The snapshot's own blocks exactly as the file has them; lastAlloc: the alloc entry of each
 // block alive at the end.
-DeviceState snapshotState(const DeviceData& data, int device, const AddressMap<int64_t>& lastAlloc, int64_t at) {
+template <class Allocs>
+DeviceState snapshotState(const DeviceData& data, int device, const Allocs& lastAlloc, int64_t at) {
     DeviceState st;
     st.device = device;
     st.at = at;
@@ -359,11 +368,11 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
 
     // pair each free with the alloc it frees, walking forwards; what stays open at the end is
     // the alloc entry of each block alive after the trace (lastAllocs)
-    if (static_cast<uint64_t>(n) >= PackedLive::kNoAlloc)
+    if (static_cast<uint64_t>(n) >= kNoAlloc)
         throw std::length_error("a trace of " + std::to_string(n) +
                                 " entries is more than the state history can index (2^32 - 2)");
     reserveHugePages(d_->pairedAlloc, static_cast<size_t>(n));
-    d_->pairedAlloc.assign(static_cast<size_t>(n), PackedLive::kNoAlloc);
+    d_->pairedAlloc.assign(static_cast<size_t>(n), kNoAlloc);
     AddressMap<int64_t> open;
     for (int64_t i = 0; i < n; ++i) {
         switch (t.action[i]) {
@@ -406,13 +415,16 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     // alloc index of the blocks alive at the end: the last alloc at that address
     w.blocks.forEach([&open, &t](uint64_t a, Live& l) {
         if (const int64_t* at = open.find(a)) {
-            l.allocIndex = *at;
+            l.alloc = static_cast<uint32_t>(*at);
             if (!l.stack) l.stack = t.stack[*at];
         }
     });
-    d_->finalAllocIndex = std::move(open);
+    d_->finalAllocIndex = FinalAllocs(open);
+    open = AddressMap<int64_t>(0);
 
-    // Checkpoint spacing: about 8 MiB of checkpoints, at least 256 entries apart. A query loads
+    // Checkpoint spacing: about 254,000 blocks and segments in checkpoints (8 MiB of them at 33
+    // bytes each, as they were kept before they were coded; coded, about 13), at least 256
+    // entries apart. A query loads
     // the nearest checkpoint (its whole state) and undoes on average half an interval, so the
     // spacing may grow up to twice the state's size (or 65,536 entries) before undoing costs more
     // than loading: a 215,000-block state then keeps 9 checkpoints instead of 59. A small state
@@ -421,7 +433,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     // for 0.25 ms.
     if (interval == 0) {
         const double stateSize = static_cast<double>(w.blocks.size() + w.segments.size()) + 16.0;
-        const double budget = 8.0 * 1024 * 1024 / (sizeof(PackedLive) + 1);
+        const double budget = 8.0 * 1024 * 1024 / 33;
         const double count = std::max(1.0, budget / stateSize);
         const double widest = static_cast<double>(std::bit_ceil(static_cast<uint64_t>(std::max(65536.0, 2 * stateSize))));
         interval = static_cast<size_t>(std::clamp(static_cast<double>(n) / count, 256.0, widest));
@@ -432,7 +444,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     d_->interval = interval;
 
     // rewind once from the end, saving the state at every interval
-    std::vector<Checkpoint> cps;
+    std::vector<StateCheckpoint> cps;
     cps.push_back(d_->save(w, n - 1));
     for (int64_t i = n - 1; i >= 0; --i) {
         d_->undo(w, i);
@@ -452,10 +464,8 @@ int64_t StateHistory::entries() const { return static_cast<int64_t>(d_->data->tr
 size_t StateHistory::checkpointCount() const { return d_->checkpoints.size(); }
 
 size_t StateHistory::memoryBytes() const {
-    size_t n = d_->pairedAlloc.capacity() * sizeof(uint32_t);
-    for (const auto& c : d_->checkpoints)
-        n += c.segments.capacity() * sizeof(SegRec) + c.blocks.capacity() * sizeof(PackedLive) + c.flags.capacity() +
-             sizeof(Checkpoint);
+    size_t n = d_->pairedAlloc.capacity() * sizeof(uint32_t) + d_->finalAllocIndex.memoryBytes();
+    for (const auto& c : d_->checkpoints) n += c.memoryBytes();
     return n;
 }
 
@@ -477,10 +487,10 @@ DeviceState StateHistory::stateAfter(int64_t at) const {
     if (at == n - 1) return d_->finalState(at);
     // the first checkpoint at or after `at`, then undo back to it
     auto it = std::lower_bound(d_->checkpoints.begin(), d_->checkpoints.end(), at,
-                               [](const Checkpoint& c, int64_t v) { return c.at < v; });
+                               [](const StateCheckpoint& c, int64_t v) { return c.at() < v; });
     if (it == d_->checkpoints.end()) --it;
     Working w = d_->load(*it);
-    for (int64_t i = it->at; i > at; --i) d_->undo(w, i);
+    for (int64_t i = it->at(); i > at; --i) d_->undo(w, i);
     return d_->materialize(w, at);
 }
 

@@ -146,12 +146,18 @@ TEST(AllocatorState, ExpandableSegmentsMapAndUnmap) {
 
 namespace {
 
+// Every field of every segment and block: what the checkpoints keep (coded) must come back.
 std::vector<std::string> fullLayout(const DeviceState& st) {
     std::vector<std::string> out;
-    for (size_t i = 0; i < st.segments.size(); ++i) {
-        auto l = layout(st, i);
-        out.push_back("segment " + std::to_string(st.segments[i].address));
-        out.insert(out.end(), l.begin(), l.end());
+    for (const auto& s : st.segments) {
+        out.push_back("segment " + std::to_string(s.address) + "+" + std::to_string(s.totalSize) + " stream " +
+                      std::to_string(s.stream) + (s.isExpandable ? " expandable" : "") + (s.isLarge ? " large" : "") +
+                      " " + poolName(s.pool));
+        for (const auto& b : s.blocks)
+            out.push_back(std::string(stateBlockKindName(b.kind)) + "@" + std::to_string(b.address - s.address) + "+" +
+                          std::to_string(b.size) + " requested " + std::to_string(b.requestedSize) + " stack " +
+                          std::to_string(b.stack) + " alloc " + std::to_string(b.allocIndex) +
+                          (b.sizeEstimated ? " estimated" : ""));
     }
     return out;
 }
