@@ -13,19 +13,19 @@ namespace memlens::views {
 
 struct AllocationLifetime {
     // Live in the states right after entries [begin, end). Entry indices take 32 bits (a trace of
-    // more than 2^31 - 1 entries, some 400 GB of pickle, is refused by compute()): 32 bytes a
-    // lifetime, and a 600 MB trace has more than a million of them.
+    // more than 2^31 - 1 entries, some 400 GB of pickle, is refused by compute()). 16 bytes a
+    // lifetime (a 600 MB trace has 1.4 million): the address is the trace's (AllocationLifetimes::
+    // address), the size is kept in 32 bits where it fits (AllocationLifetimes::bytes).
     int32_t begin = -1;          // the alloc entry; -1: allocated before recording (the free is all we saw)
     int32_t end = 0;             // the free_completed (or free) entry; the entry count if still live at the end
-    int32_t freeRequested = -1;  // the free_requested entry, if any
     model::StackId stack = 0;    // the alloc's stack, or the free's when the alloc was not recorded
-    uint64_t address = 0;
-    uint64_t size = 0;           // requested bytes
+    uint32_t bytes32 = 0;        // the requested bytes, or kLarge: 4 GiB - 1 or more, kept aside
 
+    static constexpr uint32_t kLarge = ~uint32_t(0);
     bool allocatedBeforeRecording() const { return begin < 0; }
     bool liveAt(int64_t entry) const { return begin <= entry && entry < end; }
 };
-static_assert(sizeof(AllocationLifetime) == 32);
+static_assert(sizeof(AllocationLifetime) == 16);
 
 class AllocationLifetimes {
 public:
@@ -40,6 +40,15 @@ public:
     const std::vector<AllocationLifetime>& all() const { return m_all; }
     size_t size() const { return m_all.size(); }
     const AllocationLifetime& operator[](size_t i) const { return m_all[i]; }
+    // Lifetime i's requested bytes.
+    uint64_t bytes(size_t i) const {
+        const uint32_t b = m_all[i].bytes32;
+        return b != AllocationLifetime::kLarge ? b : aside(m_large, i);
+    }
+    // Lifetime i's address: its alloc's, or its free's, or (allocated before recording and live
+    // at the end: a free_requested was all the trace saw, or a block of the final state) kept
+    // aside. trace: the one it was computed from.
+    uint64_t address(size_t i, const model::TraceColumns& trace) const;
     // Indices into all() of the n largest lifetimes (ties: the earlier), in ascending index order;
     // a linear selection over all of them, for each call.
     std::vector<uint32_t> largest(size_t n) const;
@@ -57,14 +66,26 @@ public:
     size_t memoryBytes() const;
 
 private:
-    // Pairs the trace's allocs and frees: the lifetimes with an alloc into m_all (in the order of
-    // their allocs), those without one (the free is all we saw) into before (in the order of their
-    // frees). m_all is reserved for the allocs plus reserveBefore more, so that finish() can put
-    // before in front without a second array.
-    void pair(const model::TraceColumns& trace, size_t reserveBefore, std::vector<AllocationLifetime>& before);
-    void finish(std::vector<AllocationLifetime>& before);
+    // pair(): the lifetimes with an alloc into m_all (in the order of their allocs), those without
+    // one (the free is all we saw) into before (in the order of their frees). m_all is reserved for
+    // the allocs plus reserveBefore more, so that finish() can put before in front without a
+    // second array.
+    // What pair() and compute() keep aside, by where a lifetime is until finish() (kBefore | index
+    // into before, or index into m_all): sizes of 4 GiB - 1 or more; addresses no entry names.
+    using Aside = std::vector<std::pair<size_t, uint64_t>>;
+    static constexpr size_t kBefore = size_t(1) << 63;
+    // Pairs the trace's allocs and frees (see above); openAtEnd: (address, where) of each lifetime
+    // still live at the end.
+    void pair(const model::TraceColumns& trace, size_t reserveBefore, std::vector<AllocationLifetime>& before,
+              Aside& large, Aside& openAtEnd);
+    static void setBytes(AllocationLifetime& l, size_t where, uint64_t bytes, Aside& large);
+    void finish(std::vector<AllocationLifetime>& before, Aside& large, Aside& addresses);
+    // the value kept aside for lifetime i (m_large, m_addresses: sorted by index)
+    static uint64_t aside(const std::vector<std::pair<uint32_t, uint64_t>>& v, size_t i);
 
     std::vector<AllocationLifetime> m_all;
+    std::vector<std::pair<uint32_t, uint64_t>> m_large;
+    std::vector<std::pair<uint32_t, uint64_t>> m_addresses;
 };
 
 } // namespace memlens::views

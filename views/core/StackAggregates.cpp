@@ -32,7 +32,7 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
         if (l.begin > last) break;  // sorted by begin
         const int64_t span = inside(l);
         if (span == 0) continue;
-        const double a = static_cast<double>(l.size) * static_cast<double>(span);
+        const double a = static_cast<double>(lifetimes.bytes(i)) * static_cast<double>(span);
         if (isChosen(i)) {
             chosenTotal += a;
             continue;
@@ -87,8 +87,9 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
         const size_t s0 = firstSampleFrom(l.begin), s1 = firstSampleFrom(l.end);
         if (s0 >= s1) continue;  // live between two samples only, or outside the range
         int64_t* d = diff.data() + static_cast<size_t>(groupOfStack[l.stack]) * (samples + 1);
-        d[s0] += static_cast<int64_t>(l.size);
-        d[s1] -= static_cast<int64_t>(l.size);
+        const auto bytes = static_cast<int64_t>(lifetimes.bytes(i));
+        d[s0] += bytes;
+        d[s1] -= bytes;
     }
     out.m_bytes.assign(out.m_stacks.size() * samples, 0);
     for (size_t g = 0; g < out.m_stacks.size(); ++g) {

@@ -26,7 +26,7 @@ TimelineBands::TimelineBands(const AllocationLifetimes& lifetimes, std::span<con
             const AllocationLifetime& l = all[id];
             if (l.end <= e) continue;
             active[w++] = id;
-            sum += static_cast<int64_t>(l.size);
+            sum += static_cast<int64_t>(lifetimes.bytes(id));
             if (l.begin <= e) m_ids.push_back(id);
         }
         active.resize(w);
@@ -60,7 +60,7 @@ std::vector<BandSegment> TimelineBands::segments(int column) const {
     std::vector<BandSegment> out;
     int64_t y = other(column);
     for (uint32_t id : lifetimes(column)) {
-        const auto size = static_cast<int64_t>((*m_lifetimes)[id].size);
+        const auto size = static_cast<int64_t>(m_lifetimes->bytes(id));
         out.push_back({id, y, y + size});
         y += size;
     }
@@ -80,7 +80,7 @@ int64_t TimelineBands::hit(int column, int64_t bytes) const {
         return kOther;
     }
     for (uint32_t id : lifetimes(column)) {
-        y += static_cast<int64_t>((*m_lifetimes)[id].size);
+        y += static_cast<int64_t>(m_lifetimes->bytes(id));
         if (bytes < y) return id;
     }
     return kNothing;

@@ -164,7 +164,7 @@ void TimelineBandsItem::draw(QCPPainter* painter) {
         fill(x, yPrev, y, other);
         yPrev = y;
         for (uint32_t id : bands.lifetimes(c)) {
-            bytes += static_cast<int64_t>(all[id].size);
+            bytes += static_cast<int64_t>(m_lifetimes->bytes(id));
             y = row(bytes);
             if (y == yPrev) continue;
             QRgb col = colorOf(id);

@@ -649,9 +649,11 @@ int64_t TimelineView::lifetimeAt(const QPoint& pos) const {
 QString TimelineView::describeLifetime(int64_t lifetime) const {
     if (!m_doc || lifetime < 0 || static_cast<size_t>(lifetime) >= m_doc->lifetimes().size()) return {};
     const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(lifetime)];
+    const uint64_t bytes = m_doc->lifetimes().bytes(static_cast<size_t>(lifetime));
+    const uint64_t address = m_doc->lifetimes().address(static_cast<size_t>(lifetime), m_doc->deviceData().trace);
     QString from = l.allocatedBeforeRecording() ? tr("allocated before recording") : tr("entry %1").arg(entryNumber(l.begin));
     QString to = l.end >= m_doc->entryCount() ? tr("still live at the end") : tr("freed at entry %1").arg(entryNumber(l.end));
-    return tr("%1 at %2, %3 → %4").arg(formatBytes(static_cast<double>(l.size)), hexAddress(l.address), from, to);
+    return tr("%1 at %2, %3 → %4").arg(formatBytes(static_cast<double>(bytes)), hexAddress(address), from, to);
 }
 
 QString TimelineView::stackHtml(model::StackId stack) const {
@@ -679,7 +681,10 @@ QString TimelineView::describeAt(const QPoint& pos) const {
     QString html;
     if (hit >= 0) {
         const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(hit)];
-        html += QStringLiteral("<b>%1</b> at %2<br>").arg(formatBytes(static_cast<double>(l.size)), hexAddress(l.address));
+        const auto i = static_cast<size_t>(hit);
+        html += QStringLiteral("<b>%1</b> at %2<br>")
+                    .arg(formatBytes(static_cast<double>(m_doc->lifetimes().bytes(i))),
+                         hexAddress(m_doc->lifetimes().address(i, m_doc->deviceData().trace)));
         QString from = l.allocatedBeforeRecording() ? tr("allocated before recording") : tr("alloc at entry %1").arg(entryNumber(l.begin));
         QString to = l.end >= m_doc->entryCount() ? tr("still live at the end") : tr("freed at entry %1").arg(entryNumber(l.end));
         html += from + QStringLiteral(" → ") + to;

@@ -46,7 +46,7 @@ int64_t liveOf(const AllocationLifetimes& l, memlens::model::StackId stack, cons
     int64_t sum = 0;
     for (size_t i = 0; i < l.size(); ++i)
         if (l[i].stack == stack && l[i].liveAt(e) && std::find(chosen.begin(), chosen.end(), i) == chosen.end())
-            sum += static_cast<int64_t>(l[i].size);
+            sum += static_cast<int64_t>(l.bytes(i));
     return sum;
 }
 

@@ -35,7 +35,7 @@ private slots:
             for (uint32_t id : chosen)
                 if (l[id].liveAt(e)) {
                     expect.push_back(id);
-                    sum += static_cast<int64_t>(l[id].size);
+                    sum += static_cast<int64_t>(l.bytes(id));
                 }
             const auto got = bands.lifetimes(c);
             QCOMPARE(std::vector<uint32_t>(got.begin(), got.end()), expect);
