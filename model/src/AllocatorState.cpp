@@ -198,9 +198,9 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
 }
 
 StateCheckpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
-    std::vector<CheckpointSegment> segments;
+    std::vector<StateSegment> segments;
     segments.reserve(w.segments.size());
-    for (const auto& [a, s] : w.segments) segments.push_back({a, s.size, s.stream, s.expandable, s.large, s.pool});
+    for (const auto& [a, s] : w.segments) segments.push_back({a, s.size, s.stream, s.expandable, s.large, s.pool, {}});
     std::vector<CheckpointBlock> blocks;
     blocks.reserve(w.blocks.size());
     w.blocks.forEach([&blocks](uint64_t a, const Live& b) {
@@ -215,8 +215,9 @@ Working StateHistory::Impl::load(const StateCheckpoint& c) const {
     Working w;
     w.blocks = AddressMap<Live>(c.blockCount() + std::min<size_t>(interval, 4096));
     c.decode(
-        [&w](const CheckpointSegment& s) {
-            w.segments.emplace_hint(w.segments.end(), s.address, Seg{s.size, s.stream, s.expandable, s.large, s.pool});
+        [&w](const StateSegment& s) {
+            w.segments.emplace_hint(w.segments.end(), s.address,
+                                    Seg{s.totalSize, s.stream, s.isExpandable, s.isLarge, s.pool});
         },
         [&w](const CheckpointBlock& b) {
             Live& l = w.blocks[b.address];

@@ -26,7 +26,7 @@ void checkEntry(int64_t index, const char* what) {
 
 } // namespace
 
-StateCheckpoint::StateCheckpoint(int64_t at, std::span<const CheckpointSegment> segments,
+StateCheckpoint::StateCheckpoint(int64_t at, std::span<const StateSegment> segments,
                                  std::vector<CheckpointBlock> blocks)
     : m_at(at), m_segments(static_cast<uint32_t>(segments.size())), m_blocks(static_cast<uint32_t>(blocks.size())) {
     checkEntry(at, "entry");
@@ -36,13 +36,13 @@ StateCheckpoint::StateCheckpoint(int64_t at, std::span<const CheckpointSegment> 
               [](const CheckpointBlock& x, const CheckpointBlock& y) { return x.address < y.address; });
     m_bytes.reserve(segments.size() * 8 + blocks.size() * 14);
     uint64_t previous = 0;
-    for (const CheckpointSegment& s : segments) {
+    for (const StateSegment& s : segments) {
         writeVarint(m_bytes, s.address - previous);
         previous = s.address;
-        writeVarint(m_bytes, s.size);
+        writeVarint(m_bytes, s.totalSize);
         writeVarint(m_bytes, s.stream);
         const bool pooled = !s.pool.isDefault();
-        m_bytes.push_back(static_cast<uint8_t>((s.expandable ? 1 : 0) | (s.large ? 2 : 0) | (pooled ? 4 : 0)));
+        m_bytes.push_back(static_cast<uint8_t>((s.isExpandable ? 1 : 0) | (s.isLarge ? 2 : 0) | (pooled ? 4 : 0)));
         if (pooled) {
             writeVarint(m_bytes, zigzag(s.pool.owner));
             writeVarint(m_bytes, zigzag(s.pool.id));

@@ -10,7 +10,7 @@
 // rounds to 512), its requested size as its distance from its size, its alloc entry as its
 // distance from the checkpoint's entry. Arithmetic wraps, so any values come back as they were,
 // whatever their order; only entry indices have a range: -1 to 2^40 - 1.
-#include "memlens/model/Snapshot.h"
+#include "memlens/model/AllocatorState.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,16 +18,6 @@
 #include <vector>
 
 namespace memlens::model {
-
-struct CheckpointSegment {
-    uint64_t address = 0;
-    uint64_t size = 0;
-    uint64_t stream = 0;
-    bool expandable = false;
-    bool large = true;
-    PoolId pool;
-    bool operator==(const CheckpointSegment&) const = default;
-};
 
 struct CheckpointBlock {
     uint64_t address = 0;
@@ -44,15 +34,15 @@ public:
     static constexpr int64_t kMaxAllocIndex = (int64_t(1) << 40) - 1;
 
     StateCheckpoint() = default;
-    // segments in ascending address order (as a std::map walks them); blocks in any order (they
-    // are sorted here). Throws std::invalid_argument for at or an alloc entry outside
+    // segments in ascending address order (as a std::map walks them; their blocks are not looked
+    // at: the live ones come apart, in any order, and are sorted here). Throws std::invalid_argument for at or an alloc entry outside
     // [-1, kMaxAllocIndex], or flags above 7.
-    StateCheckpoint(int64_t at, std::span<const CheckpointSegment> segments, std::vector<CheckpointBlock> blocks);
+    StateCheckpoint(int64_t at, std::span<const StateSegment> segments, std::vector<CheckpointBlock> blocks);
 
     int64_t at() const { return m_at; }
     size_t segmentCount() const { return m_segments; }
     size_t blockCount() const { return m_blocks; }
-    // Calls onSegment(const CheckpointSegment&) for each segment, then onBlock(const
+    // Calls onSegment(const StateSegment&) for each segment (without blocks), then onBlock(const
     // CheckpointBlock&) for each block, each in ascending address order.
     template <class OnSegment, class OnBlock>
     void decode(OnSegment&& onSegment, OnBlock&& onBlock) const;
@@ -80,19 +70,19 @@ void StateCheckpoint::decode(OnSegment&& onSegment, OnBlock&& onBlock) const {
     const uint8_t* p = m_bytes.data();
     uint64_t address = 0;
     for (uint32_t i = 0; i < m_segments; ++i) {
-        CheckpointSegment s;
+        StateSegment s;
         address += readVarint(p);
         s.address = address;
-        s.size = readVarint(p);
+        s.totalSize = readVarint(p);
         s.stream = readVarint(p);
         const uint8_t flags = *p++;
-        s.expandable = (flags & 1) != 0;
-        s.large = (flags & 2) != 0;
+        s.isExpandable = (flags & 1) != 0;
+        s.isLarge = (flags & 2) != 0;
         if (flags & 4) {
             s.pool.owner = unzigzag(readVarint(p));
             s.pool.id = unzigzag(readVarint(p));
         }
-        onSegment(static_cast<const CheckpointSegment&>(s));
+        onSegment(static_cast<const StateSegment&>(s));
     }
     address = 0;
     for (uint32_t i = 0; i < m_blocks; ++i) {
