@@ -2,6 +2,7 @@
 // One PyTorch CUDA memory snapshot, normalised across every layout from torch 2.0 to 2.11:
 // segments and blocks per device, and each device's trace in columns. Frames and whole stacks
 // are stored once and named by ids.
+#include "memlens/model/NarrowColumn.h"
 #include "memlens/model/SparseColumn.h"
 #include "memlens/model/StringTable.h"
 
@@ -104,7 +105,7 @@ struct TraceColumns {
     SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
     std::vector<uint64_t> addr;  // for oom: device_free
-    std::vector<uint64_t> size;
+    NarrowColumn size;  // 4 bytes a row: sizes of 4 GiB - 1 or more are kept aside
     SparseColumn<uint64_t> stream;
     std::vector<int64_t> timeUs;
     std::vector<StackId> stack;
