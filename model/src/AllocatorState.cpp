@@ -51,6 +51,47 @@ struct Live {
 };
 static_assert(sizeof(Live) == 32);
 
+// For each free entry (free_completed, or an old trace's free) the alloc entry it frees
+// (kNoAlloc: not recorded), in 32 bits; kept for the frees only, found by their rank among the
+// entries (a bit per entry, a count per 64): on a 3.8-million entry trace with 1.4 million frees,
+// 6.3 MB instead of 15.2 for one per entry.
+class FreePairs {
+public:
+    static bool isFree(Action a) { return a == Action::FreeCompleted || a == Action::Free; }
+
+    FreePairs() = default;
+    explicit FreePairs(const TraceColumns& t) {
+        const size_t n = t.rows();
+        m_bits.assign((n + 63) / 64, 0);
+        m_rank.assign(m_bits.size(), 0);
+        size_t frees = 0;
+        for (size_t i = 0; i < n; ++i)
+            if (isFree(t.action[i])) {
+                m_bits[i >> 6] |= uint64_t(1) << (i & 63);
+                ++frees;
+            }
+        uint32_t before = 0;
+        for (size_t w = 0; w < m_bits.size(); ++w) {
+            m_rank[w] = before;
+            before += static_cast<uint32_t>(std::popcount(m_bits[w]));
+        }
+        reserveHugePages(m_alloc, frees);
+        m_alloc.assign(frees, kNoAlloc);
+    }
+    // i must be a free entry
+    uint32_t& operator[](size_t i) { return m_alloc[rank(i)]; }
+    uint32_t operator[](size_t i) const { return m_alloc[rank(i)]; }
+    size_t memoryBytes() const { return m_bits.capacity() * 8 + m_rank.capacity() * 4 + m_alloc.capacity() * 4; }
+
+private:
+    size_t rank(size_t i) const {
+        return m_rank[i >> 6] + static_cast<size_t>(std::popcount(m_bits[i >> 6] & ((uint64_t(1) << (i & 63)) - 1)));
+    }
+    std::vector<uint64_t> m_bits;
+    std::vector<uint32_t> m_rank;
+    std::vector<uint32_t> m_alloc;
+};
+
 // The alloc entry of each block alive at the end, by address, sorted: 16 bytes a block, where
 // the pairing's hash table, kept for the history's life, took 12.6 MB for 175,000 blocks.
 class FinalAllocs {
@@ -91,9 +132,7 @@ struct StateHistory::Impl {
     int device = 0;
     const DeviceData* data = nullptr;
     DeviceData empty;
-    // for free entries: index of the alloc they free (kNoAlloc: not recorded); 32 bits, since
-    // a 600 MB trace has 3.8 million entries
-    std::vector<uint32_t> pairedAlloc;
+    FreePairs pairedAlloc;  // for free entries: the alloc they free
     std::vector<StateCheckpoint> checkpoints;  // ascending by at
     size_t interval = 0;
 
@@ -132,7 +171,7 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
         }
         b.recreated = true;
         b.pending = t.action[i] == Action::FreeCompleted;
-        b.alloc = pairedAlloc[i];
+        b.alloc = pairedAlloc[static_cast<size_t>(i)];
         b.stack = b.alloc != kNoAlloc ? t.stack[b.alloc] : t.stack[i];
         if (b.alloc != kNoAlloc && t.size[b.alloc] != size) b.requested = t.size[b.alloc];
         w.blocks[addr] = b;
@@ -372,8 +411,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     if (static_cast<uint64_t>(n) >= kNoAlloc)
         throw std::length_error("a trace of " + std::to_string(n) +
                                 " entries is more than the state history can index (2^32 - 2)");
-    reserveHugePages(d_->pairedAlloc, static_cast<size_t>(n));
-    d_->pairedAlloc.assign(static_cast<size_t>(n), kNoAlloc);
+    d_->pairedAlloc = FreePairs(t);
     AddressMap<int64_t> open;
     for (int64_t i = 0; i < n; ++i) {
         switch (t.action[i]) {
@@ -381,9 +419,10 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         case Action::FreeRequested:
         case Action::FreeCompleted:
         case Action::Free: {
+            if (t.action[i] == Action::FreeRequested) break;
             if (const int64_t* at = open.find(t.addr[i])) {
-                d_->pairedAlloc[i] = static_cast<uint32_t>(*at);
-                if (t.action[i] != Action::FreeRequested) open.erase(t.addr[i]);
+                d_->pairedAlloc[static_cast<size_t>(i)] = static_cast<uint32_t>(*at);
+                open.erase(t.addr[i]);
             }
             break;
         }
@@ -465,7 +504,7 @@ int64_t StateHistory::entries() const { return static_cast<int64_t>(d_->data->tr
 size_t StateHistory::checkpointCount() const { return d_->checkpoints.size(); }
 
 size_t StateHistory::memoryBytes() const {
-    size_t n = d_->pairedAlloc.capacity() * sizeof(uint32_t) + d_->finalAllocIndex.memoryBytes();
+    size_t n = d_->pairedAlloc.memoryBytes() + d_->finalAllocIndex.memoryBytes();
     for (const auto& c : d_->checkpoints) n += c.memoryBytes();
     return n;
 }

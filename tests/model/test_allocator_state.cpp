@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <random>
 
 using namespace memlens::model;
@@ -269,6 +271,50 @@ TEST(AllocatorState, TheDefaultSpacingGivesTheSameStatesAsPlainRewinding) {
                 const int64_t i = pick(rng);
                 ASSERT_EQ(fullLayout(chosen.stateAfter(i)), fullLayout(plain.stateAfter(i))) << "at " << i;
             }
+        }
+    }
+}
+
+// Each live block's alloc entry, checked against the trace itself: an alloc at the block's
+// address, at or before the state's entry, with no free of that address in between; a block
+// recreated from a free whose alloc the trace has names that alloc.
+TEST(AllocatorState, EveryLiveBlocksAllocIsTheTracesOwn) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    std::mt19937_64 rng(99);
+    for (const auto& f : files) {
+        Snapshot snap = readSnapshotFile(f.string());
+        for (const auto& d : snap.devices) {
+            if (d.trace.rows() < 2) continue;
+            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
+            const TraceColumns& t = d.trace;
+            // per address, its allocs and frees in entry order
+            std::map<uint64_t, std::vector<int64_t>> byAddress;
+            for (size_t i = 0; i < t.rows(); ++i)
+                if (t.action[i] == Action::Alloc || t.action[i] == Action::FreeCompleted || t.action[i] == Action::Free)
+                    byAddress[t.addr[i]].push_back(static_cast<int64_t>(i));
+            StateHistory h(snap, d.device);
+            std::uniform_int_distribution<int64_t> pick(0, h.entries() - 2);
+            size_t checked = 0;
+            for (int k = 0; k < 10; ++k) {
+                const int64_t at = pick(rng);
+                for (const auto& s : h.stateAfter(at).segments)
+                    for (const auto& b : s.blocks) {
+                        if (b.kind == StateBlockKind::Free || b.allocIndex < 0) continue;
+                        const auto a = static_cast<size_t>(b.allocIndex);
+                        ASSERT_LE(b.allocIndex, at);
+                        ASSERT_EQ(t.action[a], Action::Alloc) << "block at " << b.address << " after " << at;
+                        ASSERT_EQ(t.addr[a], b.address);
+                        EXPECT_EQ(b.stack, t.stack[a]);
+                        // the last alloc or free at that address up to `at` is this alloc
+                        const auto& events = byAddress[b.address];
+                        auto last = std::upper_bound(events.begin(), events.end(), at);
+                        ASSERT_TRUE(last != events.begin());
+                        EXPECT_EQ(*std::prev(last), b.allocIndex) << "block at " << b.address << " after " << at;
+                        ++checked;
+                    }
+            }
+            EXPECT_GT(checked, 0u);
         }
     }
 }
