@@ -92,26 +92,6 @@ private:
     std::vector<uint32_t> m_alloc;
 };
 
-// The alloc entry of each block alive at the end, by address, sorted: 16 bytes a block, where
-// the pairing's hash table, kept for the history's life, took 12.6 MB for 175,000 blocks.
-class FinalAllocs {
-public:
-    explicit FinalAllocs(const AddressMap<int64_t>& open) {
-        m_entries.reserve(open.size());
-        open.forEach([this](uint64_t a, int64_t at) { m_entries.emplace_back(a, at); });
-        std::sort(m_entries.begin(), m_entries.end());
-    }
-    FinalAllocs() = default;
-    const int64_t* find(uint64_t address) const {
-        auto it = std::lower_bound(m_entries.begin(), m_entries.end(), std::pair<uint64_t, int64_t>(address, INT64_MIN));
-        return it != m_entries.end() && it->first == address ? &it->second : nullptr;
-    }
-    size_t memoryBytes() const { return m_entries.capacity() * sizeof(m_entries[0]); }
-
-private:
-    std::vector<std::pair<uint64_t, int64_t>> m_entries;
-};
-
 struct LiveRec {
     uint64_t address;
     Live live;
@@ -141,7 +121,7 @@ struct StateHistory::Impl {
     Working load(const StateCheckpoint& c) const;
     DeviceState materialize(const Working& w, int64_t at) const;
     DeviceState finalState(int64_t at) const;
-    FinalAllocs finalAllocIndex;  // alloc entry of blocks alive at the end
+    std::vector<int64_t> finalBlockAlloc;  // per block of the snapshot (blockAllocs)
 };
 
 void StateHistory::Impl::undo(Working& w, int64_t i) const {
@@ -336,10 +316,20 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
 
 namespace {
 
-// The snapshot's own blocks exactly as the file has them; lastAlloc: the alloc entry of each
-// block alive at the end.
-template <class Allocs>
-DeviceState snapshotState(const DeviceData& data, int device, const Allocs& lastAlloc, int64_t at) {
+// The alloc entry of each of data's blocks (-1: none): for a live one, the last alloc at its
+// address not freed since (open: those allocs by address, as lastAllocs gives them). Eight bytes
+// a block, kept by the history for its final state instead of the address table.
+std::vector<int64_t> blockAllocs(const DeviceData& data, const AddressMap<int64_t>& open) {
+    std::vector<int64_t> out(data.blocks.size(), -1);
+    for (size_t i = 0; i < data.blocks.size(); ++i)
+        if (data.blocks[i].state != BlockState::Inactive)
+            if (const int64_t* at = open.find(data.blocks[i].address)) out[i] = *at;
+    return out;
+}
+
+// The snapshot's own blocks exactly as the file has them; blockAlloc: the alloc entry of each
+// block (blockAllocs).
+DeviceState snapshotState(const DeviceData& data, int device, const std::vector<int64_t>& blockAlloc, int64_t at) {
     DeviceState st;
     st.device = device;
     st.at = at;
@@ -365,9 +355,9 @@ DeviceState snapshotState(const DeviceData& data, int device, const Allocs& last
             } else {
                 b.kind = blk.state == BlockState::ActivePendingFree ? StateBlockKind::PendingFree
                                                                      : StateBlockKind::Allocated;
-                if (const int64_t* at = lastAlloc.find(blk.address)) {
-                    b.allocIndex = *at;
-                    if (!b.stack) b.stack = data.trace.stack[*at];
+                if (const int64_t a = blockAlloc[i]; a >= 0) {
+                    b.allocIndex = a;
+                    if (!b.stack) b.stack = data.trace.stack[static_cast<size_t>(a)];
                 }
                 st.allocatedBytes += b.size;
                 st.requestedBytes += b.requestedSize;
@@ -430,7 +420,9 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         }
     }
 
-    // the final state, from the snapshot itself
+    // the final state, from the snapshot itself, each live block with its alloc
+    d_->finalBlockAlloc = blockAllocs(dd, open);
+    open = AddressMap<int64_t>(0);
     Working w;
     w.blocks = AddressMap<Live>(dd.blocks.size() + 1024);
     for (const Segment& s : dd.segments) {
@@ -449,18 +441,13 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
             l.requested = blk.requestedSize;
             l.stack = blk.stack;
             l.pending = blk.state == BlockState::ActivePendingFree;
+            if (const int64_t a = d_->finalBlockAlloc[b]; a >= 0) {
+                l.alloc = static_cast<uint32_t>(a);
+                if (!l.stack) l.stack = t.stack[static_cast<size_t>(a)];
+            }
             w.blocks[blk.address] = l;
         }
     }
-    // alloc index of the blocks alive at the end: the last alloc at that address
-    w.blocks.forEach([&open, &t](uint64_t a, Live& l) {
-        if (const int64_t* at = open.find(a)) {
-            l.alloc = static_cast<uint32_t>(*at);
-            if (!l.stack) l.stack = t.stack[*at];
-        }
-    });
-    d_->finalAllocIndex = FinalAllocs(open);
-    open = AddressMap<int64_t>(0);
 
     // Checkpoint spacing: about 254,000 blocks and segments in checkpoints (8 MiB of them at 33
     // bytes each, as they were kept before they were coded; coded, about 13), at least 256
@@ -504,12 +491,12 @@ int64_t StateHistory::entries() const { return static_cast<int64_t>(d_->data->tr
 size_t StateHistory::checkpointCount() const { return d_->checkpoints.size(); }
 
 size_t StateHistory::memoryBytes() const {
-    size_t n = d_->pairedAlloc.memoryBytes() + d_->finalAllocIndex.memoryBytes();
+    size_t n = d_->pairedAlloc.memoryBytes() + d_->finalBlockAlloc.capacity() * sizeof(int64_t);
     for (const auto& c : d_->checkpoints) n += c.memoryBytes();
     return n;
 }
 
-DeviceState StateHistory::Impl::finalState(int64_t at) const { return snapshotState(*data, device, finalAllocIndex, at); }
+DeviceState StateHistory::Impl::finalState(int64_t at) const { return snapshotState(*data, device, finalBlockAlloc, at); }
 
 DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
     const DeviceData* d = snapshot.device(device);
@@ -518,7 +505,7 @@ DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
         st.device = device;
         return st;
     }
-    return snapshotState(*d, device, lastAllocs(d->trace), static_cast<int64_t>(d->trace.rows()) - 1);
+    return snapshotState(*d, device, blockAllocs(*d, lastAllocs(d->trace)), static_cast<int64_t>(d->trace.rows()) - 1);
 }
 
 DeviceState StateHistory::stateAfter(int64_t at) const {

@@ -182,7 +182,7 @@ std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis
         const double e = l.end >= count ? endX : axis.x(std::max<int64_t>(l.end, 0));
         const double span = std::min(e, x1) - std::max(b, x0);
         if (span <= 0) continue;
-        const uint64_t size = l.bytes32 != AllocationLifetime::kLarge ? l.bytes32 : bytes(i);
+        const uint64_t size = bytes(i);
         if (size == 0) continue;
         const double a = span * static_cast<double>(size);
         if (area.size() < n) {

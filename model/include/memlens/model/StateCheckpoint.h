@@ -35,8 +35,8 @@ public:
 
     StateCheckpoint() = default;
     // segments in ascending address order (as a std::map walks them; their blocks are not looked
-    // at: the live ones come apart, in any order, and are sorted here). Throws std::invalid_argument for at or an alloc entry outside
-    // [-1, kMaxAllocIndex], or flags above 7.
+    // at: the live ones come apart, in any order, and are sorted here). Throws
+    // std::invalid_argument for at or an alloc entry outside [-1, kMaxAllocIndex], or flags above 7.
     StateCheckpoint(int64_t at, std::span<const StateSegment> segments, std::vector<CheckpointBlock> blocks);
 
     int64_t at() const { return m_at; }
