@@ -220,8 +220,8 @@ TEST(SnapshotReader, TraceListWithAnEntryListedTwice) {
         SCOPED_TRACE(proto);
         Snapshot s = read(root, proto);
         const TraceColumns& t = s.devices.at(0).trace;
-        EXPECT_EQ(t.addr, (std::vector<uint64_t>{0x1000, 0x2000, 0x1000, 0x2000}));
-        EXPECT_EQ(t.timeUs, (std::vector<int64_t>{1, 2, 1, 3}));
+        EXPECT_EQ(t.addr, (memlens::model::AddressColumn{0x1000, 0x2000, 0x1000, 0x2000}));
+        EXPECT_EQ(t.timeUs, (memlens::model::TimeColumn{1, 2, 1, 3}));
     }
 }
 

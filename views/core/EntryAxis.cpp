@@ -11,16 +11,16 @@ EntryAxis EntryAxis::byIndex(int64_t count) {
     return a;
 }
 
-EntryAxis EntryAxis::byTime(std::span<const int64_t> timeUs) {
+EntryAxis EntryAxis::byTime(const model::TimeColumn& timeUs) {
     EntryAxis a;
     a.m_time = true;
     a.m_count = static_cast<int64_t>(timeUs.size());
-    a.m_timeUs = timeUs;
+    a.m_timeUs = &timeUs;
     a.m_origin = timeUs.empty() ? 0 : timeUs.front();
     return a;
 }
 
-bool EntryAxis::isNonDecreasing(std::span<const int64_t> values) {
+bool EntryAxis::isNonDecreasing(const model::TimeColumn& values) {
     return std::is_sorted(values.begin(), values.end());
 }
 
@@ -34,9 +34,9 @@ int64_t EntryAxis::firstAtOrAfter(double x) const {
         if (!(x > 0)) return 0;  // also NaN
         return std::min<int64_t>(m_count, static_cast<int64_t>(std::ceil(std::min(x, 9.0e18))));
     }
-    auto it = std::lower_bound(m_timeUs.begin(), m_timeUs.end(), x,
+    auto it = std::lower_bound(m_timeUs->begin(), m_timeUs->end(), x,
                                [o = m_origin](int64_t t, double v) { return static_cast<double>(t - o) < v; });
-    return it - m_timeUs.begin();
+    return it - m_timeUs->begin();
 }
 
 int64_t EntryAxis::entryAt(double x) const {
@@ -44,9 +44,9 @@ int64_t EntryAxis::entryAt(double x) const {
         if (!(x >= 0)) return -1;
         return std::min<int64_t>(m_count, static_cast<int64_t>(std::floor(std::min(x, 9.0e18))) + 1) - 1;
     }
-    auto it = std::upper_bound(m_timeUs.begin(), m_timeUs.end(), x,
+    auto it = std::upper_bound(m_timeUs->begin(), m_timeUs->end(), x,
                                [o = m_origin](double v, int64_t t) { return v < static_cast<double>(t - o); });
-    return (it - m_timeUs.begin()) - 1;
+    return (it - m_timeUs->begin()) - 1;
 }
 
 } // namespace memlens::views

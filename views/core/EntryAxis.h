@@ -3,8 +3,9 @@
 // from the first entry's (so that time starts at 0).
 // Entry i holds from x(i) until x(i + 1) (the state right after entry i lasts until the next one);
 // the last entry holds until endX().
+#include "memlens/model/OffsetColumn.h"
+
 #include <cstdint>
-#include <span>
 
 namespace memlens::views {
 
@@ -13,13 +14,13 @@ public:
     EntryAxis() = default;
     static EntryAxis byIndex(int64_t count);
     // timeUs must not decrease (see isNonDecreasing); it is not copied and must outlive the axis.
-    static EntryAxis byTime(std::span<const int64_t> timeUs);
-    static bool isNonDecreasing(std::span<const int64_t> values);
+    static EntryAxis byTime(const model::TimeColumn& timeUs);
+    static bool isNonDecreasing(const model::TimeColumn& values);
 
     bool isTime() const { return m_time; }
     int64_t count() const { return m_count; }
     double x(int64_t i) const {
-        return m_time ? static_cast<double>(m_timeUs[static_cast<size_t>(i)] - m_origin) : static_cast<double>(i);
+        return m_time ? static_cast<double>((*m_timeUs)[static_cast<size_t>(i)] - m_origin) : static_cast<double>(i);
     }
     double startX() const { return m_count ? x(0) : 0.0; }
     double endX() const;
@@ -31,7 +32,7 @@ public:
 private:
     bool m_time = false;
     int64_t m_count = 0;
-    std::span<const int64_t> m_timeUs;
+    const model::TimeColumn* m_timeUs = nullptr;
     int64_t m_origin = 0;
 };
 

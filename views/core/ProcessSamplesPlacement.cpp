@@ -5,7 +5,7 @@
 namespace memlens::views {
 
 std::vector<PlacedSample> placeProcessSamples(const std::vector<model::TimedBytes>& series,
-                                              std::span<const int64_t> traceTimeUs, const EntryAxis& axis) {
+                                              const model::TimeColumn& traceTimeUs, const EntryAxis& axis) {
     std::vector<PlacedSample> out;
     if (traceTimeUs.empty() || series.empty() || axis.count() != static_cast<int64_t>(traceTimeUs.size())) return out;
     const int64_t t0 = traceTimeUs.front(), t1 = traceTimeUs.back();

@@ -19,7 +19,7 @@ struct PlacedSample {
 
 // traceTimeUs: the device's trace times (non-decreasing; empty when absent).
 std::vector<PlacedSample> placeProcessSamples(const std::vector<model::TimedBytes>& series,
-                                              std::span<const int64_t> traceTimeUs, const EntryAxis& axis);
+                                              const model::TimeColumn& traceTimeUs, const EntryAxis& axis);
 
 // The largest value in force anywhere in [x0, x1] (samples hold until the next one); 0 if none.
 double maxInForce(const std::vector<PlacedSample>& placed, double x0, double x1);

@@ -12,7 +12,7 @@ using memlens::model::TimedBytes;
 
 namespace {
 
-const std::vector<int64_t> kTimes{100, 200, 200, 400};
+const memlens::model::TimeColumn kTimes{100, 200, 200, 400};
 
 QString dump(const std::vector<PlacedSample>& v) {
     QStringList out;

@@ -63,7 +63,7 @@ private slots:
     }
 
     void timeAxisCountsFromTheFirstEntry() {
-        const std::vector<int64_t> t = {1000, 1000, 1500, 4000};
+        const memlens::model::TimeColumn t = {1000, 1000, 1500, 4000};
         const EntryAxis a = EntryAxis::byTime(t);
         QVERIFY(a.isTime());
         QCOMPARE(a.x(0), 0.0);
@@ -74,7 +74,7 @@ private slots:
         QCOMPARE(a.firstAtOrAfter(0.0), int64_t(0));
         QCOMPARE(a.firstAtOrAfter(1.0), int64_t(2));
         QVERIFY(EntryAxis::isNonDecreasing(t));
-        QVERIFY(!EntryAxis::isNonDecreasing(std::vector<int64_t>{3, 2}));
+        QVERIFY(!EntryAxis::isNonDecreasing(memlens::model::TimeColumn{3, 2}));
     }
 
     void handComputedColumns() {
@@ -140,7 +140,8 @@ private slots:
             times[static_cast<size_t>(i)] = t;
         }
         const int64_t before = 123456;
-        const EntryAxis axis = time ? EntryAxis::byTime(times) : EntryAxis::byIndex(entries);
+        const auto timeColumn = memlens::model::TimeColumn::of(times);
+        const EntryAxis axis = time ? EntryAxis::byTime(timeColumn) : EntryAxis::byIndex(entries);
         std::vector<double> xs;
         for (int i = 0; i < entries; ++i) xs.push_back(axis.x(i));
         const double span = axis.endX() - axis.startX();

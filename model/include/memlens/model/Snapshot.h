@@ -3,6 +3,7 @@
 // segments and blocks per device, and each device's trace in columns. Frames and whole stacks
 // are stored once and named by ids.
 #include "memlens/model/NarrowColumn.h"
+#include "memlens/model/OffsetColumn.h"
 #include "memlens/model/SparseColumn.h"
 #include "memlens/model/StringTable.h"
 
@@ -104,10 +105,10 @@ struct TraceColumns {
     // Columns where nearly every row holds one value keep it once (SparseColumn).
     SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
-    std::vector<uint64_t> addr;  // for oom: device_free
+    AddressColumn addr;  // for oom: device_free; 4 bytes a row (OffsetColumn)
     NarrowColumn size;  // 4 bytes a row: sizes of 4 GiB - 1 or more are kept aside
     SparseColumn<uint64_t> stream;
-    std::vector<int64_t> timeUs;
+    TimeColumn timeUs;  // 4 bytes a row (OffsetColumn)
     std::vector<StackId> stack;
     SparseColumn<StringId> compileContext;
     SparseColumn<StringId> userMetadata;
