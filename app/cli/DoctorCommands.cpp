@@ -243,8 +243,7 @@ int iterationDiff(const CliArgs& a, const std::string& file) {
                              std::to_string(split.iterations.front().number) + " to " + std::to_string(split.iterations.back().number) + ")");
     };
     const size_t i = indexOf(from, "from"), j = indexOf(to, "to");
-    const auto lives = allocationLives(dd->trace);
-    const Survivors s = survivorsOf(dd->trace, lives, split.iterations, i, j, split.iterations[j].lastEntry);
+    const Survivors s = survivorsOf(dd->trace, split.iterations, i, j, split.iterations[j].lastEntry);
     const bool toIncomplete = split.lastIncomplete && j + 1 == split.iterations.size();
     if (a.has("json")) {
         Json groups = Json::array();

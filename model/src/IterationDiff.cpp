@@ -1,53 +1,49 @@
 #include "memlens/model/IterationDiff.h"
 
 #include "memlens/model/AddressMap.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <unordered_map>
 
 namespace memlens::model {
 
-std::vector<AllocationLife> allocationLives(const TraceColumns& t) {
-    std::vector<AllocationLife> out;
-    const int32_t n = t.rowsAsInt32("the allocation lives");
-    // exactly one per alloc: a vector grown by doubling would hold up to twice that (on a 600 MB
-    // trace, 1.4 million allocs: 11 MB instead of up to 22)
-    reserveHugePages(out, static_cast<size_t>(std::count(t.action.begin(), t.action.end(), Action::Alloc)));
-    AddressMap<size_t> open;  // address -> index into out
-    for (int32_t i = 0; i < n; ++i) {
-        const Action a = t.action[i];
-        if (a == Action::Alloc) {
-            open[t.addr[i]] = out.size();
-            out.push_back({i, -1});
-        } else if (a == Action::FreeRequested || a == Action::Free) {
-            if (const size_t* at = open.find(t.addr[i])) {
-                out[*at].free = i;
-                open.erase(t.addr[i]);
-            }
-        }
-    }
-    return out;
-}
-
-Survivors survivorsOf(const TraceColumns& t, const std::vector<AllocationLife>& lives,
-                      const std::vector<Iteration>& its, size_t from, size_t to, int64_t aliveAfter) {
+Survivors survivorsOf(const TraceColumns& t, const std::vector<Iteration>& its, size_t from, size_t to,
+                      int64_t aliveAfter) {
     Survivors out;
     out.from = from;
     out.to = to;
     out.aliveAfter = aliveAfter;
     if (its.empty() || from > to || to >= its.size()) return out;
+    const int64_t rows = t.rowsAsInt32("the iteration diff");
+    const int64_t firstEntry = std::max<int64_t>(its[from].firstEntry, 0);
+    const int64_t lastEntry = std::min(its[to].lastEntry, rows - 1);
+    // The range's allocs still open, by address, while the entries are read; those that survive
+    // aliveAfter as they are settled: taken over by a later alloc at their address (never freed,
+    // as forEachAllocationLife has it; so is one taken over by an alloc after the range, which is not
+    // followed), or freed after aliveAfter. What is open at the end survives too. Holds no more
+    // than the blocks live at once and the survivors.
+    std::vector<int32_t> survivors;
+    AddressMap<int32_t> open;
+    const int64_t end = std::min(std::max(lastEntry, aliveAfter), rows - 1);
+    for (int64_t i = firstEntry; i <= end; ++i) {
+        const Action a = t.action[static_cast<size_t>(i)];
+        if (a != Action::Alloc && a != Action::FreeRequested && a != Action::Free) continue;
+        const uint64_t addr = t.addr[static_cast<size_t>(i)];
+        if (const int32_t* at = open.find(addr)) {
+            if (a == Action::Alloc || i > aliveAfter) survivors.push_back(*at);
+            open.erase(addr);
+        }
+        if (a == Action::Alloc && i <= lastEntry) open[addr] = static_cast<int32_t>(i);
+    }
+    open.forEach([&](uint64_t, int32_t alloc) { survivors.push_back(alloc); });
+    std::sort(survivors.begin(), survivors.end());
     const size_t span = to - from + 1;
     std::unordered_map<StackId, size_t> index;
-    const int64_t firstEntry = its[from].firstEntry, lastEntry = its[to].lastEntry;
-    auto life = std::lower_bound(lives.begin(), lives.end(), firstEntry,
-                                 [](const AllocationLife& l, int64_t e) { return l.alloc < e; });
     size_t k = from;
-    for (; life != lives.end() && life->alloc <= lastEntry; ++life) {
-        while (k < to && life->alloc > its[k].lastEntry) ++k;
-        if (life->alloc < its[k].firstEntry || life->alloc > its[k].lastEntry) continue;  // between iterations
-        if (!life->aliveAfter(aliveAfter)) continue;
-        const StackId stack = t.stack[life->alloc];
+    for (const int32_t alloc : survivors) {
+        while (k < to && alloc > its[k].lastEntry) ++k;
+        if (alloc < its[k].firstEntry || alloc > its[k].lastEntry) continue;  // between iterations
+        const StackId stack = t.stack[static_cast<size_t>(alloc)];
         auto [it, added] = index.try_emplace(stack, out.groups.size());
         if (added) {
             SurvivorGroup g;
@@ -56,7 +52,7 @@ Survivors survivorsOf(const TraceColumns& t, const std::vector<AllocationLife>& 
             out.groups.push_back(std::move(g));
         }
         SurvivorGroup& g = out.groups[it->second];
-        const uint64_t bytes = t.size[life->alloc];
+        const uint64_t bytes = t.size[static_cast<size_t>(alloc)];
         if (g.perIteration[k - from] == 0) {
             ++g.iterationsWith;
             if (g.count == 0) g.firstIteration = its[k].number;
@@ -65,6 +61,7 @@ Survivors survivorsOf(const TraceColumns& t, const std::vector<AllocationLife>& 
         g.perIteration[k - from] += bytes;
         g.bytes += bytes;
         g.count += 1;
+        g.allocs.push_back(alloc);
         out.bytes += bytes;
         out.count += 1;
     }

@@ -32,7 +32,6 @@ struct Context {
     const DeviceData& device;
     const TraceColumns& trace;
     IterationSplit split;
-    std::vector<AllocationLife> lives;
     std::vector<StackRole> roles;
     PackedSeries live;               // requested bytes live right after each entry
     std::vector<uint64_t> peaks;     // per iteration (all, complete or not)
@@ -109,17 +108,15 @@ std::string callSite(const Snapshot& s, const std::vector<const SurvivorGroup*>&
     return frameText(s, s.stackBegin(first)[n - common]);
 }
 
-void addEvidence(const Context& c, const Survivors& s, const std::set<StackId>& stacks, Finding& f) {
-    // the allocations themselves, for the window to highlight
-    const auto& its = c.split.iterations;
-    for (const AllocationLife& l : c.lives) {
-        if (f.allocEntries.size() >= kMaxEvidenceEntries) break;
-        if (l.alloc < its[s.from].firstEntry) continue;
-        if (l.alloc > its[s.to].lastEntry) break;
-        if (!l.aliveAfter(s.aliveAfter) || !stacks.count(c.trace.stack[l.alloc])) continue;
-        if (iterationOf(its, l.alloc) < 0) continue;
-        f.allocEntries.push_back(l.alloc);
-    }
+void addEvidence(const Survivors& s, const std::set<StackId>& stacks, Finding& f) {
+    // the allocations themselves, for the window to highlight: the first of the survivors of
+    // these stacks, in trace order
+    std::vector<int64_t> entries;
+    for (const SurvivorGroup& g : s.groups)
+        if (stacks.count(g.stack)) entries.insert(entries.end(), g.allocs.begin(), g.allocs.end());
+    std::sort(entries.begin(), entries.end());
+    if (entries.size() > kMaxEvidenceEntries) entries.resize(kMaxEvidenceEntries);
+    f.allocEntries.insert(f.allocEntries.end(), entries.begin(), entries.end());
 }
 
 // Survivors of every complete iteration at the end of the last complete one, by stack; the
@@ -129,7 +126,7 @@ void growthRules(Context& c, std::vector<Finding>& out) {
     if (complete < 3) return;
     const auto& its = c.split.iterations;
     const size_t last = complete - 1;
-    const Survivors s = survivorsOf(c.trace, c.lives, its, 0, last, its[last].lastEntry);
+    const Survivors s = survivorsOf(c.trace, its, 0, last, its[last].lastEntry);
     auto indexOf = [&](int64_t number) {
         for (size_t k = 0; k < its.size(); ++k)
             if (its[k].number == number) return k;
@@ -170,7 +167,7 @@ void growthRules(Context& c, std::vector<Finding>& out) {
         f.severity = severityFor(f.bytes, c.peak, true);
         f.frames = framesOf(c.snapshot, gs.front()->stack);
         for (size_t k = firstIdx; k < complete; ++k) f.iterations.push_back(its[k].number);
-        addEvidence(c, s, stacks, f);
+        addEvidence(s, stacks, f);
         return f;
     };
 
@@ -243,17 +240,20 @@ void gradsKeptRule(Context& c, std::vector<Finding>& out, const std::set<StackId
     uint64_t bytes = 0, count = 0;
     std::set<StackId> stacks;
     int64_t since = INT64_MAX;
-    for (const AllocationLife& l : c.lives) {
+    // backward's allocations never freed, for the evidence below (in settling order, sorted there)
+    std::vector<int64_t> unfreed;
+    forEachAllocationLife(c.trace, [&](const AllocationLife& l) {
+        const StackId st = c.trace.stack[static_cast<size_t>(l.alloc)];
+        if (c.role(st) != StackRole::Backward || growingStacks.count(st)) return;
+        if (l.free < 0) unfreed.push_back(l.alloc);
         const int64_t k = iterationOf(its, l.alloc);
-        if (k < 0 || static_cast<size_t>(k) + 1 >= complete) continue;
-        const StackId st = c.trace.stack[l.alloc];
-        if (c.role(st) != StackRole::Backward || growingStacks.count(st)) continue;
-        if (!l.aliveAfter(its[static_cast<size_t>(k) + 1].lastEntry)) continue;
-        bytes += c.trace.size[l.alloc];
+        if (k < 0 || static_cast<size_t>(k) + 1 >= complete) return;
+        if (!l.aliveAfter(its[static_cast<size_t>(k) + 1].lastEntry)) return;
+        bytes += c.trace.size[static_cast<size_t>(l.alloc)];
         count += 1;
         stacks.insert(st);
         since = std::min(since, its[static_cast<size_t>(k)].number);
-    }
+    });
     if (!count) return;
     Finding f;
     f.rule = rule::kGradsKept;
@@ -272,9 +272,10 @@ void gradsKeptRule(Context& c, std::vector<Finding>& out, const std::set<StackId
                  "gradients zeroed in place instead of set to None.";
     f.fix = "`optimizer.zero_grad(set_to_none=True)` (the default from torch 2.0) instead of `set_to_none=False` or "
             "`p.grad.zero_()`: gradients are then freed between steps.";
-    for (const AllocationLife& l : c.lives)
-        if (f.allocEntries.size() < kMaxEvidenceEntries && stacks.count(c.trace.stack[l.alloc]) && l.free < 0)
-            f.allocEntries.push_back(l.alloc);
+    std::sort(unfreed.begin(), unfreed.end());
+    for (const int64_t e : unfreed)
+        if (f.allocEntries.size() < kMaxEvidenceEntries && stacks.count(c.trace.stack[static_cast<size_t>(e)]))
+            f.allocEntries.push_back(e);
     out.push_back(std::move(f));
 }
 
@@ -447,10 +448,9 @@ DoctorReport diagnoseSnapshot(const Snapshot& snapshot, const DoctorOptions& opt
         return report;
     }
     report.device = device;
-    Context c{snapshot, *dd, dd->trace, {}, {}, {}, {}, {}, {}, 0, options.cancel};
+    Context c{snapshot, *dd, dd->trace, {}, {}, {}, {}, {}, 0, options.cancel};
     c.split = options.iterations ? iterationsFromTimes(snapshot, device, *options.iterations) : splitIterations(snapshot, device);
     c.checkCancel();
-    c.lives = allocationLives(c.trace);
     c.roles = stackRoles(snapshot);
     std::optional<StateHistory> own;
     const StateHistory& history =

@@ -199,9 +199,8 @@ TEST(Doctor, TheIterationDiffGroupsSurvivorsByStack) {
     const Snapshot s = snapshotOf(job);
     const IterationSplit split = splitIterations(s, 0);
     const TraceColumns& t = s.device(0)->trace;
-    const auto lives = allocationLives(t);
     // iterations 2..4 (indices 1..3), alive at the end of iteration 4
-    const Survivors sv = survivorsOf(t, lives, split.iterations, 1, 3, split.iterations[3].lastEntry);
+    const Survivors sv = survivorsOf(t, split.iterations, 1, 3, split.iterations[3].lastEntry);
     EXPECT_EQ(sv.bytes, 3 * 8 * MiB);
     ASSERT_EQ(sv.groups.size(), 2u);
     EXPECT_EQ(sv.groups[0].bytes, 3 * 5 * MiB);
@@ -210,7 +209,7 @@ TEST(Doctor, TheIterationDiffGroupsSurvivorsByStack) {
     EXPECT_EQ(sv.groups[0].iterationsWith, 3u);
     EXPECT_DOUBLE_EQ(sv.groups[0].bytesPerIteration(), 5.0 * MiB);
     // one iteration alone, alive at its own end: its leak, nothing of the loop
-    const Survivors one = survivorsOf(t, lives, split.iterations, 5, 5, split.iterations[5].lastEntry);
+    const Survivors one = survivorsOf(t, split.iterations, 5, 5, split.iterations[5].lastEntry);
     EXPECT_EQ(one.bytes, 8 * MiB);
 }
 

@@ -40,7 +40,6 @@ public:
 
 struct Prepared {
     model::IterationSplit split;
-    std::shared_ptr<const std::vector<model::AllocationLife>> lives;
 };
 
 } // namespace
@@ -108,7 +107,6 @@ void IterationDiffView::setDocument(SnapshotDocument* doc) {
     if (m_doc) disconnect(m_doc, nullptr, this, nullptr);
     m_doc = doc;
     m_split = {};
-    m_lives.reset();
     m_result.reset();
     m_fileDiff.reset();
     m_table->setRowCount(0);
@@ -134,7 +132,6 @@ void IterationDiffView::start() {
     JobHandlers<std::shared_ptr<const Prepared>> h;
     h.done = [this](quint64, std::shared_ptr<const Prepared> p) {
         m_split = p->split;
-        m_lives = p->lives;
         if (m_split.iterations.empty()) {
             m_status->setText(tr("No iterations in this trace (no annotations, no repeating pattern): nothing to compare."));
             emit finished();
@@ -159,15 +156,13 @@ void IterationDiffView::start() {
             auto p = std::make_shared<Prepared>();
             p->split = model::splitIterations(*loaded->snapshot, device);
             control.throwIfCancelled();
-            if (const model::DeviceData* dd = loaded->snapshot->device(device))
-                p->lives = std::make_shared<const std::vector<model::AllocationLife>>(model::allocationLives(dd->trace));
             return std::shared_ptr<const Prepared>(std::move(p));
         },
         std::move(h), JobText{QString(), QStringLiteral("find the iterations")});
 }
 
 bool IterationDiffView::compare(int64_t from, int64_t to) {
-    if (!m_doc || !m_lives || m_split.iterations.empty()) return false;
+    if (!m_doc || m_split.iterations.empty()) return false;
     auto indexOf = [&](int64_t number) -> int64_t {
         for (size_t k = 0; k < m_split.iterations.size(); ++k)
             if (m_split.iterations[k].number == number) return static_cast<int64_t>(k);
@@ -182,7 +177,6 @@ bool IterationDiffView::compare(int64_t from, int64_t to) {
     }
     auto loaded = m_doc->sharedLoaded();
     const int device = m_doc->device();
-    auto lives = m_lives;
     const model::IterationSplit split = m_split;
     m_status->setText(tr("Comparing\u2026"));
     JobHandlers<std::shared_ptr<const model::Survivors>> h;
@@ -193,9 +187,9 @@ bool IterationDiffView::compare(int64_t from, int64_t to) {
     };
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const model::Survivors>>(
-        [loaded, device, lives, split, i, j](const JobControl&) {
+        [loaded, device, split, i, j](const JobControl&) {
             const model::TraceColumns& t = loaded->snapshot->device(device)->trace;
-            return std::make_shared<const model::Survivors>(model::survivorsOf(t, *lives, split.iterations, static_cast<size_t>(i),
+            return std::make_shared<const model::Survivors>(model::survivorsOf(t, split.iterations, static_cast<size_t>(i),
                                                                                 static_cast<size_t>(j),
                                                                                 split.iterations[static_cast<size_t>(j)].lastEntry));
         },
@@ -352,13 +346,7 @@ void IterationDiffView::selectRow(int row) {
     const model::TraceColumns& t = m_doc->deviceData().trace;
     SnapshotDocument::MarkedAddresses marked;
     marked.holder = tr("iterations %1-%2").arg(its[m_result->from].number).arg(its[m_result->to].number);
-    for (const model::AllocationLife& l : *m_lives) {
-        if (l.alloc < its[m_result->from].firstEntry) continue;
-        if (l.alloc > its[m_result->to].lastEntry) break;
-        if (t.stack[static_cast<size_t>(l.alloc)] == g.stack && l.aliveAfter(m_result->aliveAfter) &&
-            model::iterationOf(its, l.alloc) >= 0)
-            marked.addresses.emplace_back(m_doc->device(), t.addr[static_cast<size_t>(l.alloc)]);
-    }
+    for (const int32_t alloc : g.allocs) marked.addresses.emplace_back(m_doc->device(), t.addr[static_cast<size_t>(alloc)]);
     m_doc->setMarkedAddresses(std::move(marked));
     m_doc->setCurrentEvent(m_result->aliveAfter);
     m_doc->selectAllocation(g.stack, tr("survivors of iterations %1-%2").arg(its[m_result->from].number).arg(its[m_result->to].number));

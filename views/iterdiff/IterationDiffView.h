@@ -60,7 +60,6 @@ private:
 
     SnapshotDocument* m_doc = nullptr;
     model::IterationSplit m_split;
-    std::shared_ptr<const std::vector<model::AllocationLife>> m_lives;
     std::shared_ptr<const model::Survivors> m_result;
     std::shared_ptr<const std::vector<model::StackDelta>> m_fileDiff;  // the last file comparison
     QList<QPointer<SnapshotDocument>> m_others;  // closed ones turn null

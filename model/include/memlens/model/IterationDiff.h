@@ -2,6 +2,7 @@
 // The iteration diff: allocations made in a range of iterations that are still alive at a later
 // moment, grouped by allocation stack. Memory that a training loop should have given back by then
 // and did not: the evidence of every leak.
+#include "memlens/model/AddressMap.h"
 #include "memlens/model/Iterations.h"
 #include "memlens/model/Snapshot.h"
 
@@ -11,16 +12,19 @@
 namespace memlens::model {
 
 // One `alloc` entry of a trace and the entry that freed it (free_requested, or an old trace's
-// free); free == -1: still allocated when the trace ends.
-// 8 bytes: entry indices in 32 bits (allocationLives refuses a trace of 2^31 entries or more).
+// free); free == -1: still allocated when the trace ends. An alloc at an address whose block is
+// still open takes the address over: the earlier block is never freed as far as the trace says.
 struct AllocationLife {
     int32_t alloc = 0;
     int32_t free = -1;
     bool aliveAfter(int64_t entry) const { return free < 0 || free > entry; }
 };
-// One per `alloc` entry, in trace order. Throws std::length_error for a trace of more than
-// 2^31 - 1 entries.
-std::vector<AllocationLife> allocationLives(const TraceColumns& trace);
+// Calls f(AllocationLife) once for each `alloc` entry of the trace, in the order they are settled
+// (freed, taken over, or open at the end), not in trace order: one pass holding only the blocks
+// open at once, so that nothing of the size of the trace is kept. Throws std::length_error for a
+// trace of more than 2^31 - 1 entries.
+template <class F>
+void forEachAllocationLife(const TraceColumns& trace, F&& f);
 
 struct SurvivorGroup {
     StackId stack = 0;
@@ -30,6 +34,7 @@ struct SurvivorGroup {
     int64_t lastIteration = 0;
     uint32_t iterationsWith = 0;    // iterations that left at least one
     std::vector<uint64_t> perIteration;  // bytes left by each iteration of the range, in order
+    std::vector<int32_t> allocs;         // the survivors' alloc entries, in trace order
     double bytesPerIteration() const {
         return perIteration.empty() ? 0.0 : static_cast<double>(bytes) / static_cast<double>(perIteration.size());
     }
@@ -44,8 +49,28 @@ struct Survivors {
 };
 
 // Allocations made in iterations [from, to] that are still allocated right after entry
-// `aliveAfter`, grouped by stack (bytes: what the alloc entries asked for).
-Survivors survivorsOf(const TraceColumns& trace, const std::vector<AllocationLife>& lives,
-                      const std::vector<Iteration>& iterations, size_t from, size_t to, int64_t aliveAfter);
+// `aliveAfter`, grouped by stack (bytes: what the alloc entries asked for), paired with their
+// frees as forEachAllocationLife pairs them. Keeps nothing between calls: one pass over the entries from
+// the range's first to the later of its last and aliveAfter, with a map of the range's allocations
+// still open (at most the blocks live at once).
+Survivors survivorsOf(const TraceColumns& trace, const std::vector<Iteration>& iterations, size_t from, size_t to,
+                      int64_t aliveAfter);
+
+template <class F>
+void forEachAllocationLife(const TraceColumns& t, F&& f) {
+    const int32_t n = t.rowsAsInt32("the allocation lives");
+    AddressMap<int32_t> open;  // address -> its open alloc entry
+    for (int32_t i = 0; i < n; ++i) {
+        const Action a = t.action[static_cast<size_t>(i)];
+        if (a != Action::Alloc && a != Action::FreeRequested && a != Action::Free) continue;
+        const uint64_t addr = t.addr[static_cast<size_t>(i)];
+        if (const int32_t* at = open.find(addr)) {
+            f(AllocationLife{*at, a == Action::Alloc ? -1 : i});
+            open.erase(addr);
+        }
+        if (a == Action::Alloc) open[addr] = i;
+    }
+    open.forEach([&](uint64_t, int32_t alloc) { f(AllocationLife{alloc, -1}); });
+}
 
 } // namespace memlens::model
