@@ -17,25 +17,15 @@ Survivors survivorsOf(const TraceColumns& t, const std::vector<Iteration>& its, 
     const int64_t rows = t.rowsAsInt32("the iteration diff");
     const int64_t firstEntry = std::max<int64_t>(its[from].firstEntry, 0);
     const int64_t lastEntry = std::min(its[to].lastEntry, rows - 1);
-    // The range's allocs still open, by address, while the entries are read; those that survive
-    // aliveAfter as they are settled: taken over by a later alloc at their address (never freed,
-    // as forEachAllocationLife has it; so is one taken over by an alloc after the range, which is not
-    // followed), or freed after aliveAfter. What is open at the end survives too. Holds no more
-    // than the blocks live at once and the survivors.
+    // The range's allocs that survive aliveAfter as forEachAllocationLife settles them: taken over
+    // by a later alloc at their address (never freed, as it has it; so is one taken over by an
+    // alloc after the range, which is not followed), freed after aliveAfter, or still open at the
+    // end of the read. Holds no more than the blocks live at once and the survivors.
     std::vector<int32_t> survivors;
-    AddressMap<int32_t> open;
     const int64_t end = std::min(std::max(lastEntry, aliveAfter), rows - 1);
-    for (int64_t i = firstEntry; i <= end; ++i) {
-        const Action a = t.action[static_cast<size_t>(i)];
-        if (a != Action::Alloc && a != Action::FreeRequested && a != Action::Free) continue;
-        const uint64_t addr = t.addr[static_cast<size_t>(i)];
-        if (const int32_t* at = open.find(addr)) {
-            if (a == Action::Alloc || i > aliveAfter) survivors.push_back(*at);
-            open.erase(addr);
-        }
-        if (a == Action::Alloc && i <= lastEntry) open[addr] = static_cast<int32_t>(i);
-    }
-    open.forEach([&](uint64_t, int32_t alloc) { survivors.push_back(alloc); });
+    forEachAllocationLife(t, firstEntry, lastEntry, end, [&](AllocationLife life) {
+        if (life.aliveAfter(aliveAfter)) survivors.push_back(life.alloc);
+    });
     std::sort(survivors.begin(), survivors.end());
     const size_t span = to - from + 1;
     std::unordered_map<StackId, size_t> index;

@@ -94,7 +94,9 @@ TEST(IterationDiff, SurvivorsAgreeWithTheRuleReadEntryByEntry) {
                 EXPECT_EQ(sg.allocs, want.allocs.at(sg.stack));
                 EXPECT_EQ(sg.perIteration, want.perIteration.at(sg.stack));
                 EXPECT_EQ(sg.count, sg.allocs.size());
-                if (g > 0) EXPECT_GE(got.groups[g - 1].bytes, sg.bytes);  // largest first
+                if (g > 0) {
+                    EXPECT_GE(got.groups[g - 1].bytes, sg.bytes);  // largest first
+                }
             }
         }
     }

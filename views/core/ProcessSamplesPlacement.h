@@ -7,7 +7,6 @@
 #include "memlens/model/ProcessSeries.h"
 #include "core/EntryAxis.h"
 
-#include <span>
 #include <vector>
 
 namespace memlens::views {

@@ -7,6 +7,7 @@
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace memlens::model {
@@ -25,6 +26,10 @@ struct AllocationLife {
 // trace of more than 2^31 - 1 entries.
 template <class F>
 void forEachAllocationLife(const TraceColumns& trace, F&& f);
+// The same over entries [first, last] only, opening lives at allocs up to lastOpening (<= last):
+// a life is settled by the entries read (free < 0: taken over, or still open after `last`).
+template <class F>
+void forEachAllocationLife(const TraceColumns& trace, int64_t first, int64_t lastOpening, int64_t last, F&& f);
 
 struct SurvivorGroup {
     StackId stack = 0;
@@ -57,20 +62,25 @@ Survivors survivorsOf(const TraceColumns& trace, const std::vector<Iteration>& i
                       int64_t aliveAfter);
 
 template <class F>
-void forEachAllocationLife(const TraceColumns& t, F&& f) {
-    const int32_t n = t.rowsAsInt32("the allocation lives");
+void forEachAllocationLife(const TraceColumns& t, int64_t first, int64_t lastOpening, int64_t last, F&& f) {
     AddressMap<int32_t> open;  // address -> its open alloc entry
-    for (int32_t i = 0; i < n; ++i) {
+    for (int64_t i = first; i <= last; ++i) {
         const Action a = t.action[static_cast<size_t>(i)];
         if (a != Action::Alloc && a != Action::FreeRequested && a != Action::Free) continue;
         const uint64_t addr = t.addr[static_cast<size_t>(i)];
         if (const int32_t* at = open.find(addr)) {
-            f(AllocationLife{*at, a == Action::Alloc ? -1 : i});
+            f(AllocationLife{*at, a == Action::Alloc ? -1 : static_cast<int32_t>(i)});
             open.erase(addr);
         }
-        if (a == Action::Alloc) open[addr] = i;
+        if (a == Action::Alloc && i <= lastOpening) open[addr] = static_cast<int32_t>(i);
     }
     open.forEach([&](uint64_t, int32_t alloc) { f(AllocationLife{alloc, -1}); });
+}
+
+template <class F>
+void forEachAllocationLife(const TraceColumns& t, F&& f) {
+    const int32_t n = t.rowsAsInt32("the allocation lives");
+    forEachAllocationLife(t, 0, n - 1, n - 1, std::forward<F>(f));
 }
 
 } // namespace memlens::model

@@ -3,6 +3,7 @@
 // 4 GiB or more are rare): 4 bytes a row instead of 8, and the rows whose value does not fit kept
 // aside with their values, in row order (rows are only appended). A 3.8-million entry trace
 // saves 15 MB. Reading a row that does not fit costs a binary search over those rows.
+#include "memlens/model/ColumnValues.h"
 #include "memlens/model/HugePages.h"
 
 #include <algorithm>
@@ -42,12 +43,7 @@ public:
         return m_narrow.size() * sizeof(uint32_t) + m_wideRows.capacity() * sizeof(uint64_t) +
                m_wideValues.capacity() * sizeof(uint64_t);
     }
-    bool operator==(const NarrowColumn& o) const {
-        if (size() != o.size()) return false;
-        for (size_t i = 0; i < size(); ++i)
-            if ((*this)[i] != o[i]) return false;
-        return true;
-    }
+    bool operator==(const NarrowColumn& o) const { return sameValues(*this, o); }
 
     static constexpr uint32_t kWide = ~uint32_t(0);
 

@@ -9,6 +9,7 @@
 // search over those rows. A block's base is its first row's value, unless only that row fits
 // when another does not: then the base moves to the newer row and the first goes aside, so one
 // odd first row does not push the rest of its block aside.
+#include "memlens/model/ColumnValues.h"
 #include "memlens/model/HugePages.h"
 
 #include <algorithm>
@@ -75,12 +76,7 @@ public:
         return m_offsets.size() * sizeof(int32_t) + m_bases.capacity() * sizeof(uint64_t) +
                m_asideRows.capacity() * sizeof(uint64_t) + m_asideValues.capacity() * sizeof(T);
     }
-    bool operator==(const OffsetColumn& o) const {
-        if (size() != o.size()) return false;
-        for (size_t i = 0; i < size(); ++i)
-            if ((*this)[i] != o[i]) return false;
-        return true;
-    }
+    bool operator==(const OffsetColumn& o) const { return sameValues(*this, o); }
 
     // A random-access iterator over the values (for binary searches).
     class const_iterator {
