@@ -23,7 +23,7 @@ DeviceData& SnapshotTree::deviceData(int d) {
     return *it;
 }
 
-void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut,
+void SnapshotTree::readSegment(const Value& sv, const TreePath& path, std::vector<Block>& blocks,
                                bool hostSegment) {
     uint32_t s = fields_.dictNode(sv, path, "a segment");
     Segment seg;
@@ -32,7 +32,7 @@ void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::ve
     } else {
         uint64_t dev = fields_.intField(s, k_.device, path, true);
         if (dev > 1u << 16)
-            fail(fields_.keyPath(path, k_.device), "device index " + std::to_string(dev) + " is out of range");
+            fields_.fail(path.key(k_.device), "device index " + std::to_string(dev) + " is out of range");
         seg.device = static_cast<int>(dev);
     }
     seg.address = fields_.intField(s, k_.address, path, true);
@@ -52,24 +52,27 @@ void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::ve
             seg.poolId = ids[1].asInt();
         }
     }
-    seg.stack = fields_.stackOf(fields_.field(s, k_.frames), fields_.keyPath(path, k_.frames));
+    seg.stack = fields_.stackOf(fields_.field(s, k_.frames), path.key(k_.frames));
     const Value* bl = fields_.field(s, k_.blocks);
-    if (!bl) fail(path, "missing key 'blocks' (expected a list of block dicts)");
-    std::string bpath = fields_.keyPath(path, k_.blocks);
+    if (!bl) fields_.fail(path, "missing key 'blocks' (expected a list of block dicts)");
+    const TreePath bpath = path.key(k_.blocks);
     auto items = fields_.listItems(*bl, bpath, "block dicts");
-    std::vector<Block> blocks;
-    blocks.reserve(items.size());
+    seg.firstBlock = static_cast<uint32_t>(blocks.size());  // in `blocks` until finish() groups them
+    seg.blockCount = static_cast<uint32_t>(items.size());
     uint64_t running = seg.address;
+    const StringId blockKeys[] = {k_.size, k_.requested_size, k_.state, k_.address, k_.history, k_.frames};
     for (size_t i = 0; i < items.size(); ++i) {
-        std::string p = bpath + "[" + std::to_string(i) + "]";
+        const TreePath p = bpath.index(i);
         uint32_t b = fields_.dictNode(items[i], p, "a block");
+        const Value* f[std::size(blockKeys)];
+        fields_.fieldsOf(b, blockKeys, f);
         Block blk;
-        blk.size = fields_.intField(b, k_.size, p, true);
-        blk.requestedSize = fields_.intField(b, k_.requested_size, p, false);
-        const Value* st = fields_.field(b, k_.state);
-        if (!st) fail(p, "missing key 'state' (expected 'active_allocated', 'active_pending_free' or 'inactive')");
+        blk.size = fields_.intValue(f[0], k_.size, p, true);
+        blk.requestedSize = fields_.intValue(f[1], k_.requested_size, p, false);
+        const Value* st = f[2];
+        if (!st) fields_.fail(p, "missing key 'state' (expected 'active_allocated', 'active_pending_free' or 'inactive')");
         if (st->tag != Tag::Str)
-            fail(fields_.keyPath(p, k_.state), std::string("expected a str, found a ") + tagName(st->tag));
+            fields_.fail(p.key(k_.state), std::string("expected a str, found a ") + tagName(st->tag));
         std::string_view sn = doc_.strings.view(st->ref);
         if (sn == "active_allocated")
             blk.state = BlockState::ActiveAllocated;
@@ -78,27 +81,26 @@ void SnapshotTree::readSegment(const Value& sv, const std::string& path, std::ve
         else if (sn == "inactive")
             blk.state = BlockState::Inactive;
         else
-            fail(fields_.keyPath(p, k_.state), "unknown block state '" + std::string(sn.substr(0, 60)) + "'");
-        const Value* a = fields_.field(b, k_.address);
+            fields_.fail(p.key(k_.state), "unknown block state '" + std::string(sn.substr(0, 60)) + "'");
+        const Value* a = f[3];
         if (a && a->isInt()) {
             blk.address = a->bits;
         } else {
             blk.address = running;  // torch 2.0 blocks have no address
         }
         running = blk.address + blk.size;
-        if (const Value* h = fields_.field(b, k_.history); h && (h->tag == Tag::List)) {
+        if (const Value* h = f[4]; h && (h->tag == Tag::List)) {
             legacy_ = true;
             std::vector<Value> hist;
             doc_.forEach(h->ref, [&](const Value& x) { hist.push_back(x); });
             if (!hist.empty() && hist[0].tag == Tag::Dict)
                 blk.stack = fields_.stackOf(fields_.field(hist[0].ref, k_.frames),
-                                            fields_.keyPath(p, k_.history) + "[0]['frames']");
+                                            p.key(k_.history).index(0).key(k_.frames));
         } else {
-            blk.stack = fields_.stackOf(fields_.field(b, k_.frames), fields_.keyPath(p, k_.frames));
+            blk.stack = fields_.stackOf(f[5], p.key(k_.frames));
         }
         blocks.push_back(blk);
     }
-    blocksOut.push_back(std::move(blocks));
     segTmp_.push_back(seg);  // blocks are attached per device in finish()
 }
 
@@ -128,7 +130,22 @@ void SnapshotTree::readTraces(const Value* deviceTraces, const Value* hostTraces
             sources.push_back({kHostDevice, "host_traces", *hostTraces});
         }
     }
-    // rows of all lists, in source order; the common case of one list keeps its columns as they are
+    // The common case, one list whose entries are the rows in order, keeps its columns as they
+    // are (checked without a copy of the list: 16 MB for 4 million entries).
+    if (sources.size() == 1 && deviceData(sources[0].device).trace.rows() == 0) {
+        const uint32_t node = fields_.listNode(sources[0].list, sources[0].path, "trace entry dicts");
+        bool whole = doc_.node(node).count == rows.rows();
+        uint32_t k = 0;
+        if (whole) doc_.forEach(node, [&](const Value& e) { whole = whole && e.tag == Tag::Row && e.ref == k++; });
+        if (whole) {
+            DeviceData& dd = deviceData(sources[0].device);
+            dd.trace = std::move(rows);
+            dd.hasTraceList = true;
+            rows.clear();
+            return;
+        }
+    }
+    // rows of all lists, in source order
     std::vector<std::vector<uint32_t>> perSource(sources.size());
     size_t total = 0;
     for (size_t i = 0; i < sources.size(); ++i) {
@@ -335,16 +352,26 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
     }
     if (options.progress) options.progress("building", 0.5);
     auto segItems = fields_.listItems(segments, root.tag == Tag::List ? "top level" : "segments", "segment dicts");
-    std::vector<std::vector<Block>> blockLists;
+    segTmp_.reserve(segItems.size());
+    const TreePath segmentsPath(root.tag == Tag::List ? "" : "segments");
+    std::vector<Block> blocks;  // every segment's, in file order
+    {
+        size_t count = 0;
+        for (const Value& sv : segItems)
+            if (sv.tag == Tag::Dict)
+                if (const Value* bl = fields_.field(sv.ref, k_.blocks); bl && (bl->tag == Tag::List || bl->tag == Tag::Tuple))
+                    count += doc_.node(bl->ref).count;
+        blocks.reserve(count);
+    }
     for (size_t i = 0; i < segItems.size(); ++i) {
         if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
-        readSegment(segItems[i], (root.tag == Tag::List ? "" : "segments") + std::string("[") + std::to_string(i) + "]",
-                    blockLists);
+        readSegment(segItems[i], segmentsPath.index(i), blocks);
     }
     if (hostSegments) {
         auto hostItems = fields_.listItems(*hostSegments, "host_segments", "segment dicts");
+        const TreePath hostPath("host_segments");
         for (size_t i = 0; i < hostItems.size(); ++i)
-            readSegment(hostItems[i], "host_segments[" + std::to_string(i) + "]", blockLists, true);
+            readSegment(hostItems[i], hostPath.index(i), blocks, true);
     }
     if (legacy_ && snap_.layout == Layout::Dict) snap_.layout = Layout::Legacy20;
     // group segments by device, in address order
@@ -354,13 +381,34 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
         return segTmp_[a].device != segTmp_[b].device ? segTmp_[a].device < segTmp_[b].device
                                                       : segTmp_[a].address < segTmp_[b].address;
     });
-    for (size_t i : order) {
-        Segment seg = segTmp_[i];
-        DeviceData& dd = deviceData(seg.device);
-        seg.firstBlock = static_cast<uint32_t>(dd.blocks.size());
-        seg.blockCount = static_cast<uint32_t>(blockLists[i].size());
-        dd.blocks.insert(dd.blocks.end(), blockLists[i].begin(), blockLists[i].end());
-        dd.segments.push_back(seg);
+    const bool inPlace = !segTmp_.empty() && std::is_sorted(order.begin(), order.end()) &&
+                         segTmp_.front().device == segTmp_.back().device &&
+                         deviceData(segTmp_.front().device).segments.empty();
+    if (inPlace) {  // one device, segments in address order: the blocks stay where they are
+        DeviceData& dd = deviceData(segTmp_.front().device);
+        dd.blocks = std::move(blocks);
+        dd.segments = std::move(segTmp_);
+    } else {
+        // room first: 40,000 segments would grow the vectors by copies
+        std::map<int, std::pair<size_t, size_t>> need;  // device -> segments, blocks
+        for (const Segment& seg : segTmp_) {
+            auto& n = need[seg.device];
+            n.first += 1;
+            n.second += seg.blockCount;
+        }
+        for (const auto& [device, n] : need) {
+            DeviceData& dd = deviceData(device);
+            dd.segments.reserve(dd.segments.size() + n.first);
+            dd.blocks.reserve(dd.blocks.size() + n.second);
+        }
+        for (size_t i : order) {
+            Segment seg = segTmp_[i];
+            DeviceData& dd = deviceData(seg.device);
+            const auto first = blocks.begin() + seg.firstBlock;
+            seg.firstBlock = static_cast<uint32_t>(dd.blocks.size());
+            dd.blocks.insert(dd.blocks.end(), first, first + seg.blockCount);
+            dd.segments.push_back(seg);
+        }
     }
     applyTraceFlags();
     noteUnknownKeys(root);

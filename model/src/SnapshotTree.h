@@ -28,7 +28,7 @@ public:
 
 private:
     // hostSegment: a segment of host_segments (its device is kHostDevice, whatever it says)
-    void readSegment(const Value& sv, const std::string& path, std::vector<std::vector<Block>>& blocksOut,
+    void readSegment(const Value& sv, const TreePath& path, std::vector<Block>& blocks,
                      bool hostSegment = false);
     // device_traces (one list per device) and host_traces (the host's entries: one list of them,
     // or a list holding that list)

@@ -10,35 +10,32 @@ void TreeFields::fail(const std::string& path, const std::string& what) {
     throw ParseError(ParseError::kNoOffset, path, what);
 }
 
-std::string TreeFields::keyPath(const std::string& path, StringId key) const {
-    return path + "['" + std::string(doc_.strings.view(key)) + "']";
-}
+void TreeFields::fail(const TreePath& path, const std::string& what) const { fail(path.text(doc_.strings), what); }
 
-uint64_t TreeFields::intField(uint32_t dict, StringId key, const std::string& path, bool required, uint64_t dflt) const {
-    const Value* v = field(dict, key);
+uint64_t TreeFields::intValue(const Value* v, StringId key, const TreePath& path, bool required, uint64_t dflt) const {
     if (!v || v->tag == Tag::None) {
         if (required) fail(path, "missing key '" + std::string(doc_.strings.view(key)) + "' (expected an int)");
         return dflt;
     }
-    if (!v->isInt()) fail(keyPath(path, key), std::string("expected an int, found a ") + tagName(v->tag));
+    if (!v->isInt()) fail(path.key(key), std::string("expected an int, found a ") + tagName(v->tag));
     if (v->tag == Tag::Int && v->asInt() < 0)
-        fail(keyPath(path, key), "expected a non-negative int, found " + std::to_string(v->asInt()));
+        fail(path.key(key), "expected a non-negative int, found " + std::to_string(v->asInt()));
     return v->bits;
 }
 
-StackId TreeFields::stackOf(const Value* v, const std::string& path) const {
+StackId TreeFields::stackOf(const Value* v, const TreePath& path) const {
     if (!v || v->tag == Tag::None) return 0;
     if (v->tag == Tag::Stack) return v->ref;
     if (v->tag == Tag::List && doc_.node(v->ref).count == 0) return 0;
     fail(path, std::string("expected a list of frame dicts {filename, name, line}, found a ") + tagName(v->tag));
 }
 
-uint32_t TreeFields::dictNode(const Value& v, const std::string& path, const char* what) const {
+uint32_t TreeFields::dictNode(const Value& v, const TreePath& path, const char* what) const {
     if (v.tag != Tag::Dict) fail(path, std::string("expected ") + what + " dict, found a " + tagName(v.tag));
     return v.ref;
 }
 
-uint32_t TreeFields::listNode(const Value& v, const std::string& path, const char* what) const {
+uint32_t TreeFields::listNode(const Value& v, const TreePath& path, const char* what) const {
     if (v.tag == Tag::Stack) {  // a list of frames where another list was expected
         fail(path, std::string("expected a list of ") + what + ", found a list of frames");
     }
@@ -47,7 +44,7 @@ uint32_t TreeFields::listNode(const Value& v, const std::string& path, const cha
     return v.ref;
 }
 
-std::vector<Value> TreeFields::listItems(const Value& v, const std::string& path, const char* what) const {
+std::vector<Value> TreeFields::listItems(const Value& v, const TreePath& path, const char* what) const {
     uint32_t node = listNode(v, path, what);
     std::vector<Value> out;
     out.reserve(doc_.node(node).count);

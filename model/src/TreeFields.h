@@ -2,6 +2,7 @@
 // Internal to the snapshot reader.
 #include "memlens/model/PickleDocument.h"
 #include "memlens/model/Snapshot.h"
+#include "TreePath.h"
 
 #include <cstdint>
 #include <string>
@@ -17,15 +18,34 @@ public:
 
     // Throws a ParseError at path (no byte offset: the tree is read after the file).
     [[noreturn]] static void fail(const std::string& path, const std::string& what);
-    std::string keyPath(const std::string& path, StringId key) const;
+    [[noreturn]] void fail(const TreePath& path, const std::string& what) const;
+    std::string keyPath(const TreePath& path, StringId key) const { return path.key(key).text(doc_.strings); }
     const Value* field(uint32_t dict, StringId key) const { return doc_.get(dict, key); }
     // A non-negative int under key; dflt when absent or None unless required.
-    uint64_t intField(uint32_t dict, StringId key, const std::string& path, bool required, uint64_t dflt = 0) const;
+    uint64_t intField(uint32_t dict, StringId key, const TreePath& path, bool required, uint64_t dflt = 0) const {
+        return intValue(field(dict, key), key, path, required, dflt);
+    }
+    // The same for the value found under key (nullptr: absent).
+    uint64_t intValue(const Value* v, StringId key, const TreePath& path, bool required, uint64_t dflt = 0) const;
+    // The values under KEYS, in one pass over the dict (a dict of n keys read for k of them costs
+    // n, not n * k); nullptr where absent. The last of a repeated key wins, as in Python.
+    template <size_t N>
+    void fieldsOf(uint32_t dict, const StringId (&keys)[N], const Value* (&out)[N]) const {
+        for (auto& o : out) o = nullptr;
+        doc_.forEachPair(dict, [&](const Value& k, const Value& v) {
+            if (k.tag != Tag::Str) return;
+            for (size_t j = 0; j < N; ++j)
+                if (k.ref == keys[j]) {
+                    out[j] = &v;
+                    return;
+                }
+        });
+    }
     // A frames list: its stack, 0 for none or an empty list.
-    StackId stackOf(const Value* v, const std::string& path) const;
-    uint32_t dictNode(const Value& v, const std::string& path, const char* what) const;
-    uint32_t listNode(const Value& v, const std::string& path, const char* what) const;
-    std::vector<Value> listItems(const Value& v, const std::string& path, const char* what) const;
+    StackId stackOf(const Value* v, const TreePath& path) const;
+    uint32_t dictNode(const Value& v, const TreePath& path, const char* what) const;
+    uint32_t listNode(const Value& v, const TreePath& path, const char* what) const;
+    std::vector<Value> listItems(const Value& v, const TreePath& path, const char* what) const;
     // A value as Python would print it, roughly (settings, error messages).
     std::string toText(const Value& v, int depth) const;
 

@@ -188,6 +188,32 @@ TEST(SnapshotReader, MistakesNameTheirPlace) {
     EXPECT_EQ(errorOf(dumps(badState)), "f.pickle: segments[0]['blocks'][0]['state']: unknown block state 'sleeping'");
     P negative = snapshot({dict({{"device", num(0)}, {"address", num(4096)}, {"total_size", num(-5)}, {"blocks", list()}})}, {});
     EXPECT_EQ(errorOf(dumps(negative)), "f.pickle: segments[0]['total_size']: expected a non-negative int, found -5");
+    // deeper places, each spelled out only when it is wrong
+    auto block = [](P frames) {
+        return dict({{"size", num(512)}, {"state", str("inactive")}, {"frames", frames}});
+    };
+    auto seg = [](int64_t device, std::vector<P> blocks) {
+        return dict({{"device", num(device)}, {"address", num(4096)}, {"total_size", num(512 * int64_t(blocks.size()))},
+                     {"blocks", list(blocks)}});
+    };
+    P badFrames = snapshot({seg(0, {block(list())}), seg(0, {block(list()), block(list()), block(str("f"))})}, {});
+    EXPECT_EQ(errorOf(dumps(badFrames)), "f.pickle: segments[1]['blocks'][2]['frames']: expected a list of frame dicts "
+                                         "{filename, name, line}, found a str");
+    P farDevice = snapshot({seg(70000, {})}, {});
+    EXPECT_EQ(errorOf(dumps(farDevice)), "f.pickle: segments[0]['device']: device index 70000 is out of range");
+    P badHistory = snapshot({dict({{"device", num(0)}, {"address", num(4096)}, {"total_size", num(512)},
+                                   {"blocks", list({dict({{"size", num(512)}, {"state", str("active_allocated")},
+                                                          {"history", list({dict({{"frames", num(7)}})})}})})}})},
+                            {});
+    EXPECT_EQ(errorOf(dumps(badHistory)), "f.pickle: segments[0]['blocks'][0]['history'][0]['frames']: expected a list "
+                                          "of frame dicts {filename, name, line}, found a int");
+    P hostState = dict({{"segments", list()}, {"device_traces", list()},
+                        {"host_segments", list({dict({{"address", num(4096)}, {"total_size", num(1024)},
+                                                      {"blocks", list({block(list()), dict({{"size", num(512)},
+                                                                                            {"state", str("x")}})})}})})}});
+    EXPECT_EQ(errorOf(dumps(hostState)), "f.pickle: host_segments[0]['blocks'][1]['state']: unknown block state 'x'");
+    P bareList = list({seg(0, {block(list())}), dict({{"device", num(0)}, {"address", num(0)}, {"total_size", num(0)}})});
+    EXPECT_EQ(errorOf(dumps(bareList)), "f.pickle: [1]: missing key 'blocks' (expected a list of block dicts)");
     P phrases = dict({{"hello", str("world")}});
     EXPECT_NE(errorOf(dumps(phrases)).find("not a PyTorch memory snapshot: the dict has no 'segments' key"),
               std::string::npos);
