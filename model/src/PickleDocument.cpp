@@ -36,6 +36,7 @@ const char* tagName(Tag t) {
     case Tag::Frame: return "frame dict";
     case Tag::Stack: return "list of frames";
     case Tag::Row: return "trace entry dict";
+    case Tag::Block: return "block dict";
     case Tag::Unset: return "nothing";
     }
     return "?";

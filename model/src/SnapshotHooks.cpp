@@ -5,7 +5,7 @@
 namespace memlens::model {
 
 SnapshotHooks::SnapshotHooks(PickleDocument& doc, const SnapshotKeys& keys, Snapshot& snap, uint64_t fileBytes)
-    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes) {
+    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes), blocks_(doc, keys) {
     doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)),
                 static_cast<size_t>(std::min<uint64_t>(fileBytes / sizeof(Value) + 64, uint64_t(1) << 28)));
 }
@@ -59,6 +59,12 @@ bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
     if (auto r = rows_.fromItems(items, n)) {
         out = Value::node(Tag::Row, *r);
         return true;
+    }
+    if (n <= 10) {  // a block has at most 5 keys
+        if (auto b = blocks_.fromItems(items, n)) {
+            out = Value::node(Tag::Block, *b);
+            return true;
+        }
     }
     return false;
 }

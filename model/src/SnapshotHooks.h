@@ -1,5 +1,6 @@
 #pragma once
 // Internal to the snapshot reader.
+#include "BlockRows.h"
 #include "FrameRunCache.h"
 #include "FrameTable.h"
 #include "SnapshotKeys.h"
@@ -40,6 +41,7 @@ public:
     void expandList(PickleDocument&, Value collapsed, std::vector<Value>& items) override;
 
     TraceRows& traceRows() { return rows_; }
+    const BlockRows& blockRows() const { return blocks_; }
 
 private:
     bool absorb(const Value* items, size_t n, Value& out);
@@ -49,6 +51,7 @@ private:
     Snapshot& snap_;
     FrameTable frames_;
     TraceRows rows_;
+    BlockRows blocks_;
     FrameRunCache frameRuns_;
     std::vector<FrameId> tmpFrames_;
     std::vector<Value> tmpItems_;

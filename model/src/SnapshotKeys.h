@@ -10,7 +10,8 @@ struct SnapshotKeys {
         user_metadata, segments, device_traces, device, address, total_size, allocated_size, active_size,
         requested_size, segment_type, segment_pool_id, is_expandable, blocks, state, history, real_size,
         allocator_settings, external_annotations, stage, large, host_segments, host_traces, trace_alloc_overflowed,
-        trace_alloc_max_entries, fx_node_op, fx_node_name, fx_node_target, fx_original_trace;
+        trace_alloc_max_entries, fx_node_op, fx_node_name, fx_node_target, fx_original_trace,
+        active_allocated, active_pending_free, active_awaiting_free, inactive;  // block states
     explicit SnapshotKeys(StringTable& s)
         : filename(s.intern("filename")), name(s.intern("name")), line(s.intern("line")), action(s.intern("action")),
           addr(s.intern("addr")), size(s.intern("size")), stream(s.intern("stream")), time_us(s.intern("time_us")),
@@ -27,7 +28,9 @@ struct SnapshotKeys {
           host_traces(s.intern("host_traces")), trace_alloc_overflowed(s.intern("trace_alloc_overflowed")),
           trace_alloc_max_entries(s.intern("trace_alloc_max_entries")), fx_node_op(s.intern("fx_node_op")),
           fx_node_name(s.intern("fx_node_name")), fx_node_target(s.intern("fx_node_target")),
-          fx_original_trace(s.intern("fx_original_trace")) {}
+          fx_original_trace(s.intern("fx_original_trace")), active_allocated(s.intern("active_allocated")),
+          active_pending_free(s.intern("active_pending_free")), active_awaiting_free(s.intern("active_awaiting_free")),
+          inactive(s.intern("inactive")) {}
 };
 
 } // namespace memlens::model

@@ -62,6 +62,12 @@ void SnapshotTree::readSegment(const Value& sv, const TreePath& path, std::vecto
     uint64_t running = seg.address;
     const StringId blockKeys[] = {k_.size, k_.requested_size, k_.state, k_.address, k_.history, k_.frames};
     for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].tag == Tag::Block) {  // read as it completed
+            const Block& blk = blockRows_[items[i].ref];
+            running = blk.address + blk.size;
+            blocks.push_back(blk);
+            continue;
+        }
         const TreePath p = bpath.index(i);
         uint32_t b = fields_.dictNode(items[i], p, "a block");
         const Value* f[std::size(blockKeys)];

@@ -353,3 +353,50 @@ TEST(SnapshotReader, EveryRealSnapshotLoadsAndKeepsItsInvariants) {
             }
     }
 }
+
+// Block dicts are read as they complete (BlockRows) when they are the usual five keys, and by the
+// tree otherwise: both give the same blocks, and a mistake in either is named where it is.
+TEST(SnapshotReader, BlocksOfEveryFormReadTheSame) {
+    const uint64_t a = 0x10000;
+    P f = frame("forward", "m.py", 3), g = frame("step", "opt.py", 9);
+    P blocks = list({
+        dict({{"size", num(512)}, {"requested_size", num(500)}, {"state", str("active_allocated")}, {"address", unum(a)},
+              {"frames", list({f})}}),
+        dict({{"size", num(512)}, {"requested_size", none()}, {"state", str("active_awaiting_free")}, {"address", unum(a + 512)},
+              {"frames", list()}}),
+        dict({{"size", num(1024)}, {"state", str("inactive")}, {"address", unum(a + 1024)}, {"future_key", num(1)},
+              {"frames", list({g, f})}}),
+        dict({{"size", num(512)}, {"requested_size", num(512)}, {"state", str("active_pending_free")}}),  // no address
+    });
+    P seg = dict({{"device", num(0)}, {"address", unum(a)}, {"total_size", num(2560)}, {"allocated_size", num(512)},
+                  {"active_size", num(1536)}, {"blocks", blocks}});
+    for (int proto : {2, 4}) {
+        Snapshot s = read(snapshot({seg}, {}), proto);
+        const DeviceData& d = s.devices[0];
+        ASSERT_EQ(d.blocks.size(), 4u) << proto;
+        const uint64_t addr[] = {a, a + 512, a + 1024, a + 2048}, size[] = {512, 512, 1024, 512}, req[] = {500, 0, 0, 512};
+        const BlockState state[] = {BlockState::ActiveAllocated, BlockState::ActivePendingFree, BlockState::Inactive,
+                                    BlockState::ActivePendingFree};
+        for (size_t i = 0; i < 4; ++i) {
+            EXPECT_EQ(d.blocks[i].address, addr[i]) << proto << " block " << i;
+            EXPECT_EQ(d.blocks[i].size, size[i]) << proto << " block " << i;
+            EXPECT_EQ(d.blocks[i].requestedSize, req[i]) << proto << " block " << i;
+            EXPECT_EQ(d.blocks[i].state, state[i]) << proto << " block " << i;
+        }
+        EXPECT_EQ(stackText(s, d.blocks[0].stack), std::vector<std::string>{"forward@m.py:3"});
+        EXPECT_EQ(d.blocks[1].stack, 0u);
+        EXPECT_EQ(stackText(s, d.blocks[2].stack), (std::vector<std::string>{"step@opt.py:9", "forward@m.py:3"}));
+        EXPECT_TRUE(s.warnings.empty()) << s.warnings.front();
+    }
+    P negative = snapshot({dict({{"device", num(0)}, {"address", unum(a)}, {"total_size", num(512)},
+                                 {"blocks", list({dict({{"size", num(512)}, {"state", str("inactive")}, {"address", unum(a)}}),
+                                                  dict({{"size", num(-3)}, {"state", str("inactive")}, {"address", unum(a + 512)}})})}})},
+                          {});
+    EXPECT_EQ(errorOf(dumps(negative)), "f.pickle: segments[0]['blocks'][1]['size']: expected a non-negative int, found -3");
+    P badFrames = snapshot({dict({{"device", num(0)}, {"address", unum(a)}, {"total_size", num(512)},
+                                  {"blocks", list({dict({{"size", num(512)}, {"state", str("inactive")}, {"address", unum(a)},
+                                                         {"frames", num(1)}})})}})},
+                           {});
+    EXPECT_EQ(errorOf(dumps(badFrames)), "f.pickle: segments[0]['blocks'][0]['frames']: expected a list of frame dicts "
+                                         "{filename, name, line}, found a int");
+}

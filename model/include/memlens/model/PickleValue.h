@@ -20,6 +20,7 @@ enum class Tag : uint8_t {
     Frame,  // ref = frame id
     Stack,  // ref = stack id
     Row,    // ref = row id
+    Block,  // ref = block id (a segment's block dict)
     Unset,  // an empty memo slot
 };
 

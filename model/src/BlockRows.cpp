@@ -1,0 +1,48 @@
+#include "BlockRows.h"
+
+namespace memlens::model {
+
+namespace {
+// An int SnapshotTree would accept for a size: an int (or bool) that is not negative.
+bool nonNegative(const Value& v) { return v.isInt() && !(v.tag == Tag::Int && v.asInt() < 0); }
+} // namespace
+
+BlockRows::BlockRows(const PickleDocument& doc, const SnapshotKeys& keys) : doc_(doc), k_(keys) {}
+
+std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
+    const Value *size = nullptr, *requested = nullptr, *state = nullptr, *address = nullptr, *frames = nullptr;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        const Value& k = items[i];
+        if (k.tag != Tag::Str) return std::nullopt;
+        const Value* v = &items[i + 1];
+        if (k.ref == k_.size) size = v;  // the last of a repeated key wins, as in Python
+        else if (k.ref == k_.requested_size) requested = v;
+        else if (k.ref == k_.state) state = v;
+        else if (k.ref == k_.address) address = v;
+        else if (k.ref == k_.frames) frames = v;
+        else return std::nullopt;  // 'history' (torch 2.0), or a key this reader does not know
+    }
+    if (!size || !state || !address || state->tag != Tag::Str || !address->isInt() || !nonNegative(*size))
+        return std::nullopt;
+    Block b;
+    b.size = size->bits;
+    if (requested && requested->tag != Tag::None) {
+        if (!nonNegative(*requested)) return std::nullopt;
+        b.requestedSize = requested->bits;
+    }
+    const StringId s = state->ref;
+    if (s == k_.active_allocated) b.state = BlockState::ActiveAllocated;
+    else if (s == k_.active_pending_free || s == k_.active_awaiting_free) b.state = BlockState::ActivePendingFree;
+    else if (s == k_.inactive) b.state = BlockState::Inactive;
+    else return std::nullopt;
+    b.address = address->bits;
+    if (frames && frames->tag != Tag::None) {
+        if (frames->tag == Tag::Stack) b.stack = frames->ref;
+        else if (!(frames->tag == Tag::List && doc_.node(frames->ref).count == 0)) return std::nullopt;
+    }
+    if (blocks_.size() >= UINT32_MAX) return std::nullopt;
+    blocks_.push_back(b);
+    return static_cast<uint32_t>(blocks_.size() - 1);
+}
+
+} // namespace memlens::model
