@@ -40,9 +40,10 @@ std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
         if (frames->tag == Tag::Stack) b.stack = frames->ref;
         else if (!(frames->tag == Tag::List && doc_.node(frames->ref).count == 0)) return std::nullopt;
     }
-    if (blocks_.size() >= UINT32_MAX) return std::nullopt;
-    blocks_.push_back(b);
-    return static_cast<uint32_t>(blocks_.size() - 1);
+    if (count_ == UINT32_MAX) return std::nullopt;
+    if ((count_ & (kChunk - 1)) == 0) chunks_.push_back(std::make_unique_for_overwrite<Block[]>(kChunk));
+    chunks_.back()[count_ & (kChunk - 1)] = b;
+    return count_++;
 }
 
 } // namespace memlens::model

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,12 +26,15 @@ public:
     // The block of a dict's keys and values (items: key, value, key, value ...); nullopt when
     // they are not one.
     std::optional<uint32_t> fromItems(const Value* items, size_t n);
-    const Block& operator[](uint32_t i) const { return blocks_[i]; }
+    const Block& operator[](uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
 
 private:
+    // Chunks of 8,192 blocks: growing never copies the blocks read so far.
+    static constexpr uint32_t kChunkBits = 13, kChunk = uint32_t(1) << kChunkBits;
     const PickleDocument& doc_;
     const SnapshotKeys& k_;
-    std::vector<Block> blocks_;
+    std::vector<std::unique_ptr<Block[]>> chunks_;
+    uint32_t count_ = 0;
 };
 
 } // namespace memlens::model
