@@ -2,12 +2,7 @@
 
 namespace memlens::model {
 
-namespace {
-// An int SnapshotTree would accept for a size: an int (or bool) that is not negative.
-bool nonNegative(const Value& v) { return v.isInt() && !(v.tag == Tag::Int && v.asInt() < 0); }
-} // namespace
-
-BlockRows::BlockRows(const PickleDocument& doc, const SnapshotKeys& keys) : doc_(doc), k_(keys) {}
+BlockRows::BlockRows(const PickleDocument& doc, const SnapshotKeys& keys) : fields_(doc), k_(keys) {}
 
 std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
     const Value *size = nullptr, *requested = nullptr, *state = nullptr, *address = nullptr, *frames = nullptr;
@@ -22,24 +17,21 @@ std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
         else if (k.ref == k_.frames) frames = v;
         else return std::nullopt;  // 'history' (torch 2.0), or a key this reader does not know
     }
-    if (!size || !state || !address || state->tag != Tag::Str || !address->isInt() || !nonNegative(*size))
+    if (!size || !state || !address || state->tag != Tag::Str || !address->isInt() ||
+        !TreeFields::isNonNegativeInt(*size))
         return std::nullopt;
     Block b;
     b.size = size->bits;
     if (requested && requested->tag != Tag::None) {
-        if (!nonNegative(*requested)) return std::nullopt;
+        if (!TreeFields::isNonNegativeInt(*requested)) return std::nullopt;
         b.requestedSize = requested->bits;
     }
-    const StringId s = state->ref;
-    if (s == k_.active_allocated) b.state = BlockState::ActiveAllocated;
-    else if (s == k_.active_pending_free || s == k_.active_awaiting_free) b.state = BlockState::ActivePendingFree;
-    else if (s == k_.inactive) b.state = BlockState::Inactive;
-    else return std::nullopt;
+    const auto blockState = k_.blockState(state->ref);
+    const auto stack = fields_.framesStack(frames);
+    if (!blockState || !stack) return std::nullopt;
+    b.state = *blockState;
     b.address = address->bits;
-    if (frames && frames->tag != Tag::None) {
-        if (frames->tag == Tag::Stack) b.stack = frames->ref;
-        else if (!(frames->tag == Tag::List && doc_.node(frames->ref).count == 0)) return std::nullopt;
-    }
+    b.stack = *stack;
     if (count_ == UINT32_MAX) return std::nullopt;
     if ((count_ & (kChunk - 1)) == 0) chunks_.push_back(std::make_unique_for_overwrite<Block[]>(kChunk));
     chunks_.back()[count_ & (kChunk - 1)] = b;

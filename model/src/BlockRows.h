@@ -1,6 +1,7 @@
 #pragma once
 // Internal to the snapshot reader.
 #include "SnapshotKeys.h"
+#include "TreeFields.h"
 
 #include "memlens/model/PickleDocument.h"
 #include "memlens/model/Snapshot.h"
@@ -31,7 +32,7 @@ public:
 private:
     // Chunks of 8,192 blocks: growing never copies the blocks read so far.
     static constexpr uint32_t kChunkBits = 13, kChunk = uint32_t(1) << kChunkBits;
-    const PickleDocument& doc_;
+    TreeFields fields_;  // what the tree accepts
     const SnapshotKeys& k_;
     std::vector<std::unique_ptr<Block[]>> chunks_;
     uint32_t count_ = 0;

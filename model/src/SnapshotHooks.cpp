@@ -60,11 +60,9 @@ bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
         out = Value::node(Tag::Row, *r);
         return true;
     }
-    if (n <= 10) {  // a block has at most 5 keys
-        if (auto b = blocks_.fromItems(items, n)) {
-            out = Value::node(Tag::Block, *b);
-            return true;
-        }
+    if (auto b = blocks_.fromItems(items, n)) {
+        out = Value::node(Tag::Block, *b);
+        return true;
     }
     return false;
 }

@@ -1,7 +1,10 @@
 #pragma once
 // Internal to the snapshot reader: the key strings of a snapshot, interned once so that dict keys
 // compare as integers.
+#include "memlens/model/Snapshot.h"
 #include "memlens/model/StringTable.h"
+
+#include <optional>
 
 namespace memlens::model {
 
@@ -31,6 +34,13 @@ struct SnapshotKeys {
           fx_original_trace(s.intern("fx_original_trace")), active_allocated(s.intern("active_allocated")),
           active_pending_free(s.intern("active_pending_free")), active_awaiting_free(s.intern("active_awaiting_free")),
           inactive(s.intern("inactive")) {}
+    // A block's state from its name (strings are interned: the ids compare); nullopt when unknown.
+    std::optional<BlockState> blockState(StringId name) const {
+        if (name == active_allocated) return BlockState::ActiveAllocated;
+        if (name == active_pending_free || name == active_awaiting_free) return BlockState::ActivePendingFree;
+        if (name == inactive) return BlockState::Inactive;
+        return std::nullopt;
+    }
 };
 
 } // namespace memlens::model

@@ -79,15 +79,10 @@ void SnapshotTree::readSegment(const Value& sv, const TreePath& path, std::vecto
         if (!st) fields_.fail(p, "missing key 'state' (expected 'active_allocated', 'active_pending_free' or 'inactive')");
         if (st->tag != Tag::Str)
             fields_.fail(p.key(k_.state), std::string("expected a str, found a ") + tagName(st->tag));
-        std::string_view sn = doc_.strings.view(st->ref);
-        if (sn == "active_allocated")
-            blk.state = BlockState::ActiveAllocated;
-        else if (sn == "active_pending_free" || sn == "active_awaiting_free")
-            blk.state = BlockState::ActivePendingFree;
-        else if (sn == "inactive")
-            blk.state = BlockState::Inactive;
-        else
-            fields_.fail(p.key(k_.state), "unknown block state '" + std::string(sn.substr(0, 60)) + "'");
+        const auto state = k_.blockState(st->ref);
+        if (!state)
+            fields_.fail(p.key(k_.state), "unknown block state '" + std::string(doc_.strings.view(st->ref).substr(0, 60)) + "'");
+        blk.state = *state;
         const Value* a = f[3];
         if (a && a->isInt()) {
             blk.address = a->bits;
@@ -136,24 +131,33 @@ void SnapshotTree::readTraces(const Value* deviceTraces, const Value* hostTraces
             sources.push_back({kHostDevice, "host_traces", *hostTraces});
         }
     }
-    // The common case, one list whose entries are the rows in order, keeps its columns as they
-    // are (checked without a copy of the list: 16 MB for 4 million entries).
-    if (sources.size() == 1 && deviceData(sources[0].device).trace.rows() == 0) {
-        const uint32_t node = fields_.listNode(sources[0].list, sources[0].path, "trace entry dicts");
-        bool whole = doc_.node(node).count == rows.rows();
+    // The common case: one list holds every entry (the others, if any, are empty), in row order.
+    // Its device keeps the columns as they are, checked without a copy of the list (16 MB for 4
+    // million entries). Anything else is read below, where a wrong list or entry is named.
+    const Source* filled = nullptr;
+    size_t filledLists = 0;
+    bool allLists = true;
+    for (const Source& src : sources) {
+        allLists = allLists && (src.list.tag == Tag::List || src.list.tag == Tag::Tuple);
+        if (allLists && doc_.node(src.list.ref).count > 0) {
+            filled = &src;
+            ++filledLists;
+        }
+    }
+    if (allLists && filledLists == 1 && doc_.node(filled->list.ref).count == rows.rows() &&
+        deviceData(filled->device).trace.rows() == 0) {
+        bool inOrder = true;
         uint32_t k = 0;
-        if (whole) doc_.forEach(node, [&](const Value& e) { whole = whole && e.tag == Tag::Row && e.ref == k++; });
-        if (whole) {
-            DeviceData& dd = deviceData(sources[0].device);
-            dd.trace = std::move(rows);
-            dd.hasTraceList = true;
+        doc_.forEach(filled->list.ref, [&](const Value& e) { inOrder = inOrder && e.tag == Tag::Row && e.ref == k++; });
+        if (inOrder) {
+            for (const Source& src : sources) deviceData(src.device).hasTraceList = true;
+            deviceData(filled->device).trace = std::move(rows);
             rows.clear();
             return;
         }
     }
     // rows of all lists, in source order
     std::vector<std::vector<uint32_t>> perSource(sources.size());
-    size_t total = 0;
     for (size_t i = 0; i < sources.size(); ++i) {
         const std::string& path = sources[i].path;
         uint32_t node = fields_.listNode(sources[i].list, path, "trace entry dicts");  // read in place: it holds every entry
@@ -170,20 +174,12 @@ void SnapshotTree::readTraces(const Value* deviceTraces, const Value* hostTraces
                      std::string("expected a trace entry dict, found a ") + tagName(e.tag));
             }
         });
-        total += ids.size();
         deviceData(sources[i].device).hasTraceList = true;
     }
     for (size_t i = 0; i < sources.size(); ++i) {
         const auto& ids = perSource[i];
         if (ids.empty()) continue;
         TraceColumns& out = deviceData(sources[i].device).trace;
-        bool whole = out.rows() == 0 && ids.size() == rows.rows() && total == ids.size();
-        for (size_t k = 0; whole && k < ids.size(); ++k) whole = ids[k] == k;
-        if (whole) {
-            out = std::move(rows);
-            rows.clear();
-            continue;
-        }
         out.reserve(out.rows() + ids.size());
         for (uint32_t r : ids) {
             out.action.push_back(rows.action[r]);

@@ -17,16 +17,22 @@ uint64_t TreeFields::intValue(const Value* v, StringId key, const TreePath& path
         if (required) fail(path, "missing key '" + std::string(doc_.strings.view(key)) + "' (expected an int)");
         return dflt;
     }
-    if (!v->isInt()) fail(path.key(key), std::string("expected an int, found a ") + tagName(v->tag));
-    if (v->tag == Tag::Int && v->asInt() < 0)
+    if (!isNonNegativeInt(*v)) {
+        if (!v->isInt()) fail(path.key(key), std::string("expected an int, found a ") + tagName(v->tag));
         fail(path.key(key), "expected a non-negative int, found " + std::to_string(v->asInt()));
+    }
     return v->bits;
 }
 
-StackId TreeFields::stackOf(const Value* v, const TreePath& path) const {
+std::optional<StackId> TreeFields::framesStack(const Value* v) const {
     if (!v || v->tag == Tag::None) return 0;
     if (v->tag == Tag::Stack) return v->ref;
     if (v->tag == Tag::List && doc_.node(v->ref).count == 0) return 0;
+    return std::nullopt;
+}
+
+StackId TreeFields::stackOf(const Value* v, const TreePath& path) const {
+    if (auto s = framesStack(v)) return *s;
     fail(path, std::string("expected a list of frame dicts {filename, name, line}, found a ") + tagName(v->tag));
 }
 

@@ -5,6 +5,7 @@
 #include "TreePath.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,6 @@ public:
     // Throws a ParseError at path (no byte offset: the tree is read after the file).
     [[noreturn]] static void fail(const std::string& path, const std::string& what);
     [[noreturn]] void fail(const TreePath& path, const std::string& what) const;
-    std::string keyPath(const TreePath& path, StringId key) const { return path.key(key).text(doc_.strings); }
     const Value* field(uint32_t dict, StringId key) const { return doc_.get(dict, key); }
     // A non-negative int under key; dflt when absent or None unless required.
     uint64_t intField(uint32_t dict, StringId key, const TreePath& path, bool required, uint64_t dflt = 0) const {
@@ -43,6 +43,10 @@ public:
     }
     // A frames list: its stack, 0 for none or an empty list.
     StackId stackOf(const Value* v, const TreePath& path) const;
+    // What intValue and stackOf accept, told without throwing (for BlockRows, which leaves
+    // anything else to them): an int that is not negative; a frames list's stack.
+    static bool isNonNegativeInt(const Value& v) { return v.isInt() && !(v.tag == Tag::Int && v.asInt() < 0); }
+    std::optional<StackId> framesStack(const Value* v) const;
     uint32_t dictNode(const Value& v, const TreePath& path, const char* what) const;
     uint32_t listNode(const Value& v, const TreePath& path, const char* what) const;
     std::vector<Value> listItems(const Value& v, const TreePath& path, const char* what) const;

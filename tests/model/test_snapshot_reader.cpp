@@ -400,3 +400,25 @@ TEST(SnapshotReader, BlocksOfEveryFormReadTheSame) {
     EXPECT_EQ(errorOf(dumps(badFrames)), "f.pickle: segments[0]['blocks'][0]['frames']: expected a list of frame dicts "
                                          "{filename, name, line}, found a int");
 }
+
+// A process on cuda:1 writes an empty list for device 0: the one list that holds entries keeps
+// them, in order, and both devices say they had a trace list.
+TEST(SnapshotReader, OneFilledTraceListBesideEmptyOnes) {
+    P root = snapshot({}, {{}, {entry("alloc", 0x1000, 512), entry("free_requested", 0x1000, 512),
+                                entry("free_completed", 0x1000, 512)}});
+    for (int proto : {2, 4}) {
+        Snapshot s = read(root, proto);
+        const DeviceData* d0 = s.device(0);
+        const DeviceData* d1 = s.device(1);
+        ASSERT_TRUE(d0 && d1) << proto;
+        EXPECT_TRUE(d0->hasTraceList);
+        EXPECT_EQ(d0->trace.rows(), 0u);
+        EXPECT_TRUE(d1->hasTraceList);
+        ASSERT_EQ(d1->trace.rows(), 3u);
+        EXPECT_EQ(d1->trace.action[0], Action::Alloc);
+        EXPECT_EQ(d1->trace.action[1], Action::FreeRequested);
+        EXPECT_EQ(d1->trace.action[2], Action::FreeCompleted);
+        EXPECT_EQ(d1->trace.addr[2], 0x1000u);
+        EXPECT_EQ(d1->trace.size[1], 512u);
+    }
+}
