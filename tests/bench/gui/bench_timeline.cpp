@@ -1,11 +1,14 @@
-// memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [FILE]
+// memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [--each] [FILE]
 //
 // 1. Redraw: a TimelineView (offscreen, 1600x600) on a synthetic trace of N entries (default
 //    1,000,000) built in memory, or on FILE's device 0; at the full range, 1/10, 1/100 and
 //    1/10000 of it, R redraws each while panning a little (so nothing is cached): binning
 //    (TimelineLayout::compute) and binning + replot, mean and max. Goal: < 16 ms. Also the time
 //    to choose the banded allocations for that range (AllocationLifetimes::mostVisible), which
-//    the view does once the range rests, not at each redraw.
+//    the view does once the range rests, not at each redraw. With --each, every redraw on its own:
+//    its wall time, the GUI thread's CPU time and page faults meanwhile, the busy pool threads,
+//    and a fixed reference loop timed just after it (against its fastest run), to tell a slow
+//    redraw from a slow moment of the machine.
 // 2. Open (with FILE): readSnapshotFile alone, against open to a drawn timeline: LoadedSnapshot::load
 //    as the window loads (the state histories later), the document, a TimelineView and its first
 //    replot; and the whole window (MainWindow::openFiles until the timeline dock's first replot
@@ -14,6 +17,7 @@
 #include "memlens/model/SnapshotReader.h"
 #include "core/LoadedSnapshot.h"
 #include "timeline/QCustomPlotInclude.h"
+#include "document/JobTracker.h"
 #include "document/SnapshotDocument.h"
 #include "core/TimelineLayout.h"
 #include "timeline/TimelineView.h"
@@ -26,13 +30,18 @@
 
 #include <QApplication>
 #include <QFileInfo>
+#include <QThreadPool>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 using namespace memlens;
 using Clock = std::chrono::steady_clock;
@@ -151,6 +160,76 @@ struct Row {
     double fraction;
 };
 
+volatile uint64_t g_referenceSink = 0;  // keeps the reference loop from being optimised away
+
+// What the GUI thread did during one redraw, and how fast the machine was just after it.
+class RedrawProbe {
+public:
+    // Touches the loop's data once, so that no page is faulted in while it is timed. Its fastest
+    // is taken over the runs just after redraws only: run back to back it stays in the caches and
+    // is faster than any run just after a redraw.
+    RedrawProbe() { referenceMs(); }
+    void start() {
+        getrusage(RUSAGE_THREAD, &m_usage);
+        m_cpu = threadCpuMs();
+        m_t0 = Clock::now();
+    }
+    void report(const char* zoom, int i) {
+        const double wall = msSince(m_t0), cpu = threadCpuMs() - m_cpu;
+        rusage now{};
+        getrusage(RUSAGE_THREAD, &now);
+        const int busy = views::JobTracker::pool()->activeThreadCount() + views::JobTracker::backgroundPool()->activeThreadCount();
+        const double reference = referenceMs();
+        m_referenceBest = std::min(m_referenceBest, reference);
+        m_redraws.push_back({wall, reference});
+        std::printf("  %-16s #%d %7.2f ms, GUI thread's CPU %7.2f ms, %ld page faults, %d busy pool threads; "
+                    "reference loop just after %.2f ms (fastest %.2f ms)\n",
+                    zoom, i, wall, cpu, now.ru_minflt + now.ru_majflt - m_usage.ru_minflt - m_usage.ru_majflt, busy, reference,
+                    m_referenceBest);
+    }
+
+    // The reference loop's spread, and the redraws over the goal beside what the loop took just after.
+    void summary(double goalMs) const {
+        if (m_redraws.empty()) return;
+        std::vector<double> sorted;
+        for (const auto& redraw : m_redraws) sorted.push_back(redraw.second);
+        std::sort(sorted.begin(), sorted.end());
+        const auto slowReferences = std::count_if(sorted.begin(), sorted.end(), [&](double r) { return r > 1.5 * m_referenceBest; });
+        int over = 0, overWithSlowReference = 0;
+        for (const auto& [wall, reference] : m_redraws) {
+            if (wall < goalMs) continue;
+            ++over;
+            if (reference > 1.5 * m_referenceBest) ++overWithSlowReference;
+        }
+        std::printf("  reference loop: fastest %.2f ms, median %.2f ms, slowest %.2f ms; %lld of %zu over 1.5x its fastest\n"
+                    "  redraws over %.0f ms: %d of %zu, %d of them with the reference loop just after over 1.5x its fastest\n",
+                    m_referenceBest, sorted[sorted.size() / 2], sorted.back(), static_cast<long long>(slowReferences), sorted.size(),
+                    goalMs, over, m_redraws.size(), overWithSlowReference);
+    }
+
+private:
+    static double threadCpuMs() {
+        timespec t{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+    }
+    // the same reads every time, scattered over 16 MiB as the binning's are over the columns:
+    // it takes longer only when the machine or its memory is slower
+    double referenceMs() {
+        const auto t0 = Clock::now();
+        uint64_t sum = 0;
+        const size_t mask = m_referenceData.size() - 1;
+        for (size_t i = 0; i < (size_t(1) << 20); ++i) sum += m_referenceData[(i * 7919) & mask] ^ (sum >> 3);
+        g_referenceSink = sum;
+        return msSince(t0);
+    }
+    std::vector<uint64_t> m_referenceData = std::vector<uint64_t>(size_t(1) << 21, 0x9e3779b97f4a7c15ull);
+    double m_referenceBest = 1e300, m_cpu = 0;
+    std::vector<std::pair<double, double>> m_redraws;  // wall time, the reference loop just after
+    rusage m_usage{};
+    Clock::time_point m_t0;
+};
+
 struct Stats {
     double mean = 0, max = 0;
     void add(double v, int n) {
@@ -159,7 +238,7 @@ struct Stats {
     }
 };
 
-bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enforce) {
+bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enforce, bool each) {
     views::TimelineView view;
     view.resize(1600, 600);
     view.setLargestCount(largest);
@@ -177,6 +256,8 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
                 "goal < 16 ms", "choosing the bands (once the range rests): time, bands, stack groups");
     const Row rows[] = {{"full", 1.0}, {"1/10", 0.1}, {"1/100", 0.01}, {"1/10000", 0.0001}};
     bool ok = true;
+    std::optional<RedrawProbe> probe;
+    if (each) probe.emplace();
     for (bool time : {false, true}) {
         if (time && !view.timeAxisAvailable()) break;
         view.setTimeAxis(time);
@@ -211,9 +292,11 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
                     axis, doc.timeline(), doc.lifetimes(), chosen, x0, x0 + span,
                     view.layout().width(), &livePyramid, &reservedPyramid, &groups);
                 binning.add(msSince(t0), repeat);
+                if (probe) probe->start();
                 const auto t1 = Clock::now();
                 view.redraw();
                 total.add(msSince(t1), repeat);
+                if (probe) probe->report((std::string(r.name) + (time ? " (time axis)" : "")).c_str(), i);
             }
             const auto& cols = view.layout().binning().columns();
             int64_t shown = 0;
@@ -226,6 +309,7 @@ bool benchRedraw(views::SnapshotDocument& doc, int repeat, int largest, bool enf
                         chooseMs, chosen.size(), groups.groupCount());
         }
     }
+    if (probe) probe->summary(16.0);
     return ok || !enforce;
 }
 
@@ -340,7 +424,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     int64_t entries = 1'000'000;
     int repeat = 30, largest = 15000;  // the view's default
-    bool enforce = false;
+    bool enforce = false, each = false;
     std::string file;
     const QStringList args = QApplication::arguments();
     for (int i = 1; i < args.size(); ++i) {
@@ -349,9 +433,10 @@ int main(int argc, char** argv) {
         else if (a == QLatin1String("--repeat") && i + 1 < args.size()) repeat = std::max(1, args[++i].toInt());
         else if (a == QLatin1String("--largest") && i + 1 < args.size()) largest = args[++i].toInt();
         else if (a == QLatin1String("--enforce-goals")) enforce = true;
+        else if (a == QLatin1String("--each")) each = true;
         else if (!a.startsWith(QLatin1String("--"))) file = a.toStdString();
         else {
-            std::fprintf(stderr, "usage: memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [FILE]\n");
+            std::fprintf(stderr, "usage: memlens-bench-timeline [--entries N] [--repeat R] [--largest K] [--enforce-goals] [--each] [FILE]\n");
             return 2;
         }
     }
@@ -361,12 +446,12 @@ int main(int argc, char** argv) {
         auto loaded = views::LoadedSnapshot::fromSnapshot(syntheticSnapshot(entries, 20240601), "synthetic");
         std::printf("synthetic trace: %lld entries built and rewound in %.0f ms\n", static_cast<long long>(entries), msSince(t0));
         views::SnapshotDocument doc(loaded);
-        ok = benchRedraw(doc, repeat, largest, enforce) && ok;
+        ok = benchRedraw(doc, repeat, largest, enforce, each) && ok;
         if (!file.empty()) {
             auto fileLoaded = views::LoadedSnapshot::load(file, {});
             views::SnapshotDocument fileDoc(fileLoaded);
             std::printf("\n%s:", file.c_str());
-            ok = benchRedraw(fileDoc, repeat, largest, enforce) && ok;
+            ok = benchRedraw(fileDoc, repeat, largest, enforce, each) && ok;
             ok = benchOpen(file, std::min(repeat, 3), largest, enforce) && ok;
         }
     } catch (const std::exception& e) {
