@@ -2,6 +2,7 @@
 
 #include "memlens/model/AddressMap.h"
 #include "memlens/model/AllocatorState.h"
+#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <optional>
@@ -87,7 +88,9 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
     uint32_t pendingReleases = 0;
     // at most one op per entry (mallocs, frees, flushes) and one allocation per alloc: reserved at
-    // once, so that growing them never copies hundreds of MB (pages never written are never used)
+    // once, so that growing them never copies hundreds of MB (pages never written are never used),
+    // in 2 MiB pages: faulting them in 4 KiB at a time was about a third of building the workload
+    // (real x170, tests/bench/README.md)
     {
         size_t allocs = 0, ops = 0;
         for (int64_t i = 0; i < n; ++i) {
@@ -96,8 +99,8 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             ops += a == Action::Alloc || a == Action::Oom || a == Action::FreeCompleted || a == Action::Free ||
                    isRelease(i);
         }
-        w.ops.reserve(ops + 1);
-        w.allocations.reserve(w.allocations.size() + allocs);
+        reserveHugePages(w.ops, ops + 1);
+        reserveHugePages(w.allocations, w.allocations.size() + allocs);
     }
     auto push = [&](WorkloadOp op) {
         op.firstEntry = nextFirst;
