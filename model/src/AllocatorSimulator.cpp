@@ -1,4 +1,5 @@
 #include "memlens/model/AllocatorSimulator.h"
+#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +22,13 @@ AllocatorSimulator::AllocatorSimulator(const SimulatorSettings& settings, Addres
 AllocatorSimulator::~AllocatorSimulator() = default;
 
 void AllocatorSimulator::reserveIds(size_t count) {
-    if (byId_.size() < count) byId_.resize(count, -1);
+    if (byId_.size() >= count) return;
+    if (byId_.capacity() < count) reserveHugePages(byId_, count);
+    byId_.resize(count, -1);
+}
+
+void AllocatorSimulator::reserveEvents(size_t n) {
+    reserveHugePages(events_, n);
 }
 
 int32_t AllocatorSimulator::newBlock() {

@@ -1,5 +1,7 @@
 #include "memlens/model/Replay.h"
 
+#include "memlens/model/HugePages.h"
+
 namespace memlens::model {
 
 ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const ReplayOptions& options) {
@@ -38,8 +40,8 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
     r.initialReserved = sim.reservedBytes();
     r.initialRequested = sim.requestedBytes();
     if (options.series) {
-        r.reservedAfter.reserve(w.ops.size());
-        r.requestedAfter.reserve(w.ops.size());
+        reserveHugePages(r.reservedAfter, w.ops.size());
+        reserveHugePages(r.requestedAfter, w.ops.size());
     }
     for (size_t i = 0; i < w.ops.size(); ++i) {
         const WorkloadOp& op = w.ops[i];

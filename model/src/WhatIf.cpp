@@ -1,6 +1,7 @@
 #include "memlens/model/WhatIf.h"
 
 #include "memlens/model/AllocatorState.h"
+#include "memlens/model/HugePages.h"
 #include "memlens/model/Timeline.h"
 
 #include <algorithm>
@@ -145,7 +146,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // sampled at the entries that end one of the program's calls (an alloc, a free, an
     // empty_cache), where the recording and the simulation can be compared
     std::vector<int64_t> ends;
-    ends.reserve(w.ops.size());
+    reserveHugePages(ends, w.ops.size());
     for (const WorkloadOp& op : w.ops)
         if (ends.empty() || op.position > ends.back()) ends.push_back(op.position);
     for (int64_t k : sampleEntries(static_cast<int64_t>(ends.size()), seriesPoints)) {
