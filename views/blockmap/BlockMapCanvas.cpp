@@ -6,6 +6,7 @@
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QTimer>
 #include <QToolTip>
 #include <QWheelEvent>
 
@@ -81,7 +82,20 @@ QSize BlockMapCanvas::sizeHint() const { return QSize(600, m_layout.height() + 2
 QSize BlockMapCanvas::minimumSizeHint() const { return QSize(100, m_layout.height() + 2 * kMargin); }
 
 void BlockMapCanvas::relayout() {
-    m_hover = nullptr;
+    m_hover = nullptr;  // points into the layout
+    m_layoutStale = true;
+    update();
+    if (m_layoutQueued) return;
+    m_layoutQueued = true;
+    QTimer::singleShot(0, this, [this] {
+        m_layoutQueued = false;
+        if (isVisible()) ensureLayout();  // a hidden map is laid out when it is painted
+    });
+}
+
+void BlockMapCanvas::ensureLayout() {
+    if (!m_layoutStale) return;
+    m_layoutStale = false;
     BlockMapParams p;
     p.width = std::max(1, width() - 2 * kMargin);
     p.rowHeight = 22;
@@ -103,7 +117,7 @@ void BlockMapCanvas::relayout() {
 
 void BlockMapCanvas::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
-    if (m_layout.width() != std::max(1, width() - 2 * kMargin)) relayout();
+    if (m_layoutStale || m_layout.width() != std::max(1, width() - 2 * kMargin)) relayout();
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> BlockMapCanvas::selectedBlock() const {
@@ -132,6 +146,7 @@ void BlockMapCanvas::outline(QPainter& p, uint32_t segment, uint32_t block, cons
 }
 
 void BlockMapCanvas::paintEvent(QPaintEvent*) {
+    ensureLayout();
     QPainter p(this);
     p.fillRect(rect(), palette().base());
     if (!m_state) return;
@@ -163,7 +178,7 @@ void BlockMapCanvas::paintEvent(QPaintEvent*) {
 }
 
 void BlockMapCanvas::mouseMoveEvent(QMouseEvent* event) {
-    const BlockMapRect* r = m_layout.rectAt(layoutPoint(event->position().toPoint()));
+    const BlockMapRect* r = layout().rectAt(layoutPoint(event->position().toPoint()));
     if (r != m_hover) {
         m_hover = r;
         setCursor(r && r->kind != model::StateBlockKind::Free ? Qt::PointingHandCursor : Qt::ArrowCursor);
@@ -180,7 +195,7 @@ void BlockMapCanvas::leaveEvent(QEvent*) {
 
 void BlockMapCanvas::mousePressEvent(QMouseEvent* event) {
     if (event->button() != Qt::LeftButton) return;
-    if (const BlockMapRect* r = m_layout.rectAt(layoutPoint(event->position().toPoint())))
+    if (const BlockMapRect* r = layout().rectAt(layoutPoint(event->position().toPoint())))
         emit blockClicked(r->segment, r->block);
 }
 
@@ -197,7 +212,7 @@ void BlockMapCanvas::wheelEvent(QWheelEvent* event) {
 bool BlockMapCanvas::event(QEvent* event) {
     if (event->type() == QEvent::ToolTip) {
         auto* help = static_cast<QHelpEvent*>(event);
-        const BlockMapRect* r = m_layout.rectAt(layoutPoint(help->pos()));
+        const BlockMapRect* r = layout().rectAt(layoutPoint(help->pos()));
         if (r && m_state) {
             QRect area(r->rect.x() + kMargin, r->rect.y() + kMargin, r->rect.width(), r->rect.height());
             QToolTip::showText(help->globalPos(), blockTooltip(m_snapshot.get(), m_state->segments[r->segment], *r), this,

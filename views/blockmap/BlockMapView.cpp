@@ -114,7 +114,7 @@ BlockMapView::BlockMapView(QWidget* parent) : QWidget(parent) {
         m_fit->setEnabled(z > 1.0);
         updateTotals();
     });
-    connect(m_canvas, &BlockMapCanvas::layoutChanged, this, &BlockMapView::updateTotals);
+    connect(m_canvas, &BlockMapCanvas::layoutChanged, this, &BlockMapView::updateScale);
     connect(m_fit, &QToolButton::clicked, this, [this] { m_canvas->setZoom(1.0); });
 
     setDocument(nullptr);
@@ -247,8 +247,6 @@ void BlockMapView::updateTotals() {
     if (isShowingSimulated())
         text = tr("<span style='color:#9467bd'><b>Simulated</b></span> (%1): ").arg(m_simulatedLabel.toHtmlEscaped()) + text;
     text += markedSentence(st);
-    const double bpp = m_canvas->layout().bytesPerPixel();
-    m_scale->setText(QStringLiteral("1 px \u2248 %1").arg(formatBytes(static_cast<uint64_t>(std::max(1.0, bpp)))));
     // point at the oom entries when the current one is not one of them
     if (!m_verdictValue && !m_ooms.empty()) {
         text += QStringLiteral(" \u00b7 <span style='color:%1'>\u26a0</span> ").arg(colors::oomText().name());
@@ -259,6 +257,16 @@ void BlockMapView::updateTotals() {
         text += links.join(QStringLiteral(", "));
     }
     m_totals->setText(text);
+}
+
+// The scale is the layout's: set when the canvas lays the map out (after a new state, size or zoom).
+void BlockMapView::updateScale() {
+    if (!m_doc || !m_canvas->state()) {
+        m_scale->clear();
+        return;
+    }
+    const double bpp = m_canvas->layout().bytesPerPixel();
+    m_scale->setText(QStringLiteral("1 px \u2248 %1").arg(formatBytes(static_cast<uint64_t>(std::max(1.0, bpp)))));
 }
 
 QString BlockMapView::markedSentence(const model::DeviceState& st) const {

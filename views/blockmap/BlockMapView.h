@@ -56,6 +56,7 @@ private:
     void showPlaceholder(const QString& text);
     void updateVerdict();
     void updateTotals();
+    void updateScale();
     // The line about the blocks held by what the document marks (a selected retained graph).
     QString markedSentence(const model::DeviceState& st) const;
 

@@ -66,11 +66,12 @@ void lowerThisThreadOnce() {
 
 } // namespace
 
-bool ProgressThrottle::due(const char* phase, double fraction) {
+bool ProgressThrottle::due(const char* phase, double fraction, std::chrono::steady_clock::time_point now) {
     const int pct = static_cast<int>(std::floor(fraction * 100));
-    if (phase == m_phase && pct == m_pct) return false;
+    if (phase == m_phase && (pct == m_pct || (pct < 100 && now - m_last < kInterval))) return false;
     m_phase = phase;
     m_pct = pct;
+    m_last = now;
     return true;
 }
 

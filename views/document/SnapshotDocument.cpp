@@ -17,7 +17,7 @@ DocumentSession::~DocumentSession() {
 
 SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded, QObject* parent)
     : QObject(parent), m_loaded(std::move(loaded)), m_histories(m_loaded->histories),
-      m_timelineExtras(m_loaded->timelineExtras) {
+      m_lifetimes(m_loaded->lifetimes), m_timelineExtras(m_loaded->timelineExtras) {
     // open the device with the longest trace, as PyTorch's viewer does; else the first with segments;
     // a GPU before the pinned host memory
     auto devs = devices();
@@ -34,7 +34,43 @@ SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded,
         }
     }
     m_current = entryCount() - 1;
-    if (!m_loaded->finalStates.empty() && m_histories.empty()) buildHistories();
+    // StateHistories::Later: the lifetimes (the timeline's bands), then the histories. One job
+    // after the other, not side by side: the window draws its first picture meanwhile, and with a
+    // third busy thread on two cores the time from the document's arrival to the drawn timeline
+    // went from 70-95 to 150-250 ms on the 605 MB repeated real trace.
+    if (!m_loaded->finalStates.empty()) {
+        m_rewinding = m_histories.empty();
+        if (m_lifetimes.empty()) pairLifetimes();
+        else if (m_rewinding) buildHistories();
+    }
+}
+
+// The shown device's first. Out of memory, the timeline stays without bands.
+void SnapshotDocument::pairLifetimes() {
+    using Lifetimes = std::map<int, std::shared_ptr<const AllocationLifetimes>>;
+    std::vector<int> order{m_device};
+    for (const auto& d : snapshot().devices)
+        if (d.device != m_device) order.push_back(d.device);
+    JobHandlers<Lifetimes> h;
+    h.done = [this](quint64, Lifetimes paired) {
+        for (auto& [device, lifetimes] : paired) m_lifetimes[device] = std::move(lifetimes);
+        emit lifetimesReady();
+        if (m_rewinding) buildHistories();
+    };
+    h.failed = [this](quint64, const QString&) {
+        if (m_rewinding) buildHistories();
+    };
+    m_lifetimeJobs.start<Lifetimes>(
+        [loaded = m_loaded, order](const JobControl& job) {
+            Lifetimes out;
+            for (int d : order) {
+                job.throwIfCancelled();
+                if (const model::DeviceData* data = loaded->snapshot->device(d))
+                    out[d] = std::make_shared<const AllocationLifetimes>(AllocationLifetimes::compute(*data));
+            }
+            return out;
+        },
+        std::move(h), JobText{fileName(), QStringLiteral("pair this file's allocations")});
 }
 
 void SnapshotDocument::buildHistories() {
@@ -44,6 +80,7 @@ void SnapshotDocument::buildHistories() {
         if (d.device != m_device) order.push_back(d.device);
     JobHandlers<Histories> h;
     const auto finish = [this] {
+        m_rewinding = false;
         if (auto pending = std::exchange(m_pendingCurrent, std::nullopt)) setCurrentEvent(*pending);
         emit historiesReady();
     };
@@ -100,8 +137,8 @@ model::DeviceState SnapshotDocument::finalState() const {
 }
 
 const AllocationLifetimes& SnapshotDocument::lifetimes() const {
-    auto it = m_loaded->lifetimes.find(m_device);
-    return it != m_loaded->lifetimes.end() ? *it->second : m_emptyLifetimes;
+    auto it = m_lifetimes.find(m_device);
+    return it != m_lifetimes.end() ? *it->second : m_emptyLifetimes;
 }
 
 const TimelineExtras& SnapshotDocument::timelineExtras() const {

@@ -49,13 +49,16 @@ public:
     // builds its histories on the job pool once the document exists: until historiesReady(),
     // views ask isRewinding() first; history() itself then builds the device's history here.
     const model::StateHistory& history() const;
-    bool isRewinding() const { return m_historyJobs.isRunning(); }
+    bool isRewinding() const { return m_rewinding; }
     // Every device's history built so far: for jobs that read them off the GUI thread.
     std::map<int, std::shared_ptr<const model::StateHistory>> histories() const { return m_histories; }
     // The state after the shown device's last entry (without the history where the load has it).
     model::DeviceState finalState() const;
-    // The device's allocations paired alloc -> free (computed while loading).
+    // The device's allocations paired alloc -> free: computed while loading, or for a file loaded
+    // with StateHistories::Later (the window's) on the job pool once the document exists, empty
+    // until lifetimesReady() (the timeline draws its curves first, its bands then).
     const AllocationLifetimes& lifetimes() const;
+    bool isPairing() const { return m_lifetimeJobs.isRunning(); }
     // The device's annotation ranges and oom / snapshot entries.
     const TimelineMarkers& markers() const { return timelineExtras().markers; }
     // What else the timeline draws (computed while loading; else on first use).
@@ -114,11 +117,14 @@ signals:
     void markedAddressesChanged();
     // The state histories are built (StateHistories::Later): every entry can be shown now.
     void historiesReady();
+    // The allocations' lifetimes are paired (StateHistories::Later).
+    void lifetimesReady();
 
 private:
     friend class DocumentSession;
     std::shared_ptr<const LoadedSnapshot> m_loaded;
     void buildHistories();
+    void pairLifetimes();
 
     DocumentSession* m_session = nullptr;
     int m_device = 0;
@@ -126,6 +132,9 @@ private:
     std::optional<int64_t> m_pendingCurrent;  // asked for while rewinding
     mutable std::map<int, std::shared_ptr<const model::StateHistory>> m_histories;
     JobTracker m_historyJobs{this};
+    bool m_rewinding = false;  // the histories are still to come (their job may not have started)
+    std::map<int, std::shared_ptr<const AllocationLifetimes>> m_lifetimes;
+    JobTracker m_lifetimeJobs{this};
     QVector<std::pair<int64_t, int64_t>> m_selections;
     model::StackId m_selectedStack = 0;
     QString m_selectedDescription;

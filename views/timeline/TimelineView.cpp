@@ -377,6 +377,11 @@ void TimelineView::setDocument(SnapshotDocument* doc) {
             m_bands->setHighlightedStack(stack);
             scheduleReplot();
         });
+        connect(doc, &SnapshotDocument::lifetimesReady, this, [this] {  // the bands, after the curves
+            updateNotice();
+            m_chosenFor = {0, -1};
+            chooseBands();
+        });
         connect(doc, &QObject::destroyed, this, [this] { rebuild(); });
     }
     rebuild();

@@ -10,6 +10,7 @@
 
 #include <QTextDocument>
 #include <QApplication>
+#include <QSignalSpy>
 #include <QtTest>
 
 using namespace memlens::views;
@@ -148,6 +149,33 @@ private slots:
         QCOMPARE(v.canvas()->layout().bytesPerPixel(), fit / 4);
         v.canvas()->setZoom(1);
         QCOMPARE(v.canvas()->layout().bytesPerPixel(), fit);
+    }
+
+    // A window opening resizes the map several times before its first paint (restoring its docks):
+    // the map is laid out once, at the last size, when the events queued meanwhile are done, and
+    // at once where its layout is asked for.
+    void aLayoutForSeveralResizes() {
+        auto doc = viewtest::syntheticDocument();
+        QWidget host;
+        host.resize(900, 400);
+        auto* canvas = new BlockMapCanvas(&host);  // no layout manager: only these resizes
+        canvas->setGeometry(0, 0, 800, 300);
+        host.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&host));
+        canvas->setState(doc->currentStateShared(), doc->loaded().snapshot);
+        QSignalSpy laidOut(canvas, &BlockMapCanvas::layoutChanged);
+        for (int w : {700, 520, 610, 640}) canvas->resize(w, canvas->height());
+        QCOMPARE(laidOut.count(), 0);
+        QVERIFY(laidOut.wait());
+        QCoreApplication::processEvents();
+        QCOMPARE(laidOut.count(), 1);
+        QCOMPARE(canvas->layout().width(), 640 - 4);  // a 2 px margin on either side
+        QVERIFY(!canvas->layout().rects().empty());
+        canvas->resize(500, canvas->height());
+        QCOMPARE(canvas->layout().width(), 500 - 4);
+        QCOMPARE(laidOut.count(), 2);
+        QCoreApplication::processEvents();  // the queued layout finds nothing left to do
+        QCOMPARE(laidOut.count(), 2);
     }
 
     void documentGoesAway() {

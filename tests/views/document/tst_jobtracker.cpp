@@ -13,6 +13,8 @@
 
 #ifdef __linux__
 #include <cerrno>
+#include <cmath>
+#include <chrono>
 #include <sys/resource.h>
 #include <unistd.h>
 #endif
@@ -342,8 +344,32 @@ private slots:
             std::move(h));
         QVERIFY(jobs.waitForIdle());
         QCoreApplication::processEvents();  // progress is posted before the result
-        QCOMPARE(phases.size(), 102);        // 0..100 percent, then the new phase
+        // the phase's start and its end always, at most one a percent in between, then the new phase
+        QVERIFY2(phases.size() >= 3 && phases.size() <= 102, qPrintable(QString::number(phases.size())));
         QCOMPARE(phases.last(), QStringLiteral("rewinding"));
+        QCOMPARE(fractions.front(), 0.0);
+        QCOMPARE(fractions[fractions.size() - 2], 1.0);
+        for (size_t i = 1; i + 1 < fractions.size(); ++i)
+            QVERIFY(std::floor(fractions[i] * 100) > std::floor(fractions[i - 1] * 100));
+    }
+
+    // The throttle's rule, at given times: a phase's first report and its end, otherwise a new
+    // percent once kInterval has passed since the last report.
+    void progressThrottleRule() {
+        using namespace std::chrono_literals;
+        ProgressThrottle t;
+        const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+        const auto dt = ProgressThrottle::kInterval;
+        QVERIFY(t.due("reading", 0.0, t0));
+        QVERIFY(!t.due("reading", 0.005, t0 + dt));        // the same percent
+        QVERIFY(!t.due("reading", 0.02, t0 + dt - 1ms));   // a new percent, too soon
+        QVERIFY(t.due("reading", 0.02, t0 + dt));
+        QVERIFY(!t.due("reading", 0.5, t0 + dt + 1ms));
+        QVERIFY(t.due("reading", 1.0, t0 + dt + 2ms));      // the end, however soon
+        QVERIFY(!t.due("reading", 1.0, t0 + 3 * dt));      // once
+        QVERIFY(t.due("rewinding", 0.0, t0 + dt + 3ms));    // a new phase, however soon
+        QVERIFY(!t.due("rewinding", 0.3, t0 + dt + 4ms));
+        QVERIFY(t.due("rewinding", 0.3, t0 + 2 * dt + 3ms));
     }
 };
 

@@ -111,6 +111,28 @@ private slots:
         QCOMPARE(doc->entryCount(), int64_t(6));
     }
 
+    // The window's way for the timeline's bands: the allocations are paired on the job pool once
+    // the document exists, the shown device's first; until then lifetimes() is empty.
+    void lifetimesComeLater() {
+        auto loaded = LoadedSnapshot::fromSnapshot(synth::read(picklize(smallTrace())), "trace.pickle", {},
+                                                   StateHistories::Later);
+        QVERIFY(loaded->lifetimes.empty());
+        SnapshotDocument doc(loaded);
+        QSignalSpy ready(&doc, &SnapshotDocument::lifetimesReady);
+        QVERIFY(doc.isPairing());
+        QCOMPARE(doc.lifetimes().size(), size_t(0));
+        QVERIFY(ready.wait(60000));
+        QVERIFY(!doc.isPairing());
+        QCOMPARE(ready.count(), 1);
+        // A, B, C, D and E, E allocated before the recording (its free has no alloc): first
+        QCOMPARE(doc.lifetimes().size(), size_t(5));
+        QVERIFY(doc.lifetimes()[0].allocatedBeforeRecording());
+        QCOMPARE(doc.lifetimes()[0].end, int32_t(10));
+        for (size_t i = 1; i < 5; ++i) QVERIFY(!doc.lifetimes()[i].allocatedBeforeRecording());
+        QCOMPARE(doc.lifetimes()[1].begin, int32_t(1));  // A, alive to the end
+        QCOMPARE(doc.lifetimes()[1].end, int32_t(12));
+    }
+
     // The window's way: the state histories are built after the document arrives. Until then
     // the current entry stays the last one, whose state is the file's own; one asked for
     // meanwhile becomes current once they are ready.

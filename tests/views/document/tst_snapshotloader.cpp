@@ -43,7 +43,12 @@ private slots:
         const auto snap = loaded.at(0).at(1).value<std::shared_ptr<const LoadedSnapshot>>();
         QVERIFY(snap);
         QCOMPARE(snap->snapshot->devices.size(), size_t(1));
-        QVERIFY(snap->lifetimes.count(0));
+        // the window's load: the timeline and the final state; the document pairs the allocations
+        // and builds the histories once it shows the timeline
+        QVERIFY(snap->timelines.count(0));
+        QVERIFY(snap->finalStates.count(0));
+        QVERIFY(snap->lifetimes.empty());
+        QVERIFY(snap->histories.empty());
         QVERIFY(progress.count() >= 1);
         for (const auto& args : progress) {
             QCOMPARE(args.at(0).value<quint64>(), g);

@@ -174,6 +174,28 @@ private slots:
         QCOMPARE(m_view->lifetimeAt(at(3.5, 1600.0 * KiB)), int64_t(1));
     }
 
+    // A document whose allocations are paired after it arrives (the window's): the curves first,
+    // the bands once lifetimesReady comes.
+    void bandsFollowTheLifetimes() {
+        auto loaded = LoadedSnapshot::fromSnapshot(synth::read(picklize(smallTrace())), "trace.pickle", {},
+                                                   StateHistories::Later);
+        SnapshotDocument doc(loaded);
+        QSignalSpy ready(&doc, &SnapshotDocument::lifetimesReady);
+        TimelineView view;
+        view.resize(900, 420);
+        view.setLargestCount(2);
+        view.setDocument(&doc);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        if (ready.isEmpty()) {
+            QVERIFY(doc.isPairing());
+            QVERIFY(view.bandedLifetimes().empty());
+            QVERIFY(ready.wait(60000));
+        }
+        // the whole trace: A 1 MiB x 11 entries and D 768 KiB x 5 cover the most
+        QCOMPARE(view.bandedLifetimes(), (std::vector<uint32_t>{1, 4}));
+    }
+
     void currentEventComesIntoView() {
         m_doc->setCurrentEvent(0);
         m_view->setXRange(0, 8);
