@@ -45,12 +45,18 @@ SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded,
     }
 }
 
-// The shown device's first. Out of memory, the timeline stays without bands.
-void SnapshotDocument::pairLifetimes() {
-    using Lifetimes = std::map<int, std::shared_ptr<const AllocationLifetimes>>;
+// The order the background jobs take the devices in: the shown one first, then the file's others.
+std::vector<int> SnapshotDocument::devicesShownFirst() const {
     std::vector<int> order{m_device};
     for (const auto& d : snapshot().devices)
         if (d.device != m_device) order.push_back(d.device);
+    return order;
+}
+
+// The shown device's first. Out of memory, the timeline stays without bands.
+void SnapshotDocument::pairLifetimes() {
+    using Lifetimes = std::map<int, std::shared_ptr<const AllocationLifetimes>>;
+    const std::vector<int> order = devicesShownFirst();
     JobHandlers<Lifetimes> h;
     h.done = [this](quint64, Lifetimes paired) {
         for (auto& [device, lifetimes] : paired) m_lifetimes[device] = std::move(lifetimes);
@@ -75,9 +81,7 @@ void SnapshotDocument::pairLifetimes() {
 
 void SnapshotDocument::buildHistories() {
     using Histories = std::map<int, std::shared_ptr<const model::StateHistory>>;
-    std::vector<int> order{m_device};  // the shown device first
-    for (const auto& d : snapshot().devices)
-        if (d.device != m_device) order.push_back(d.device);
+    const std::vector<int> order = devicesShownFirst();
     JobHandlers<Histories> h;
     const auto finish = [this] {
         m_rewinding = false;

@@ -125,6 +125,7 @@ private:
     std::shared_ptr<const LoadedSnapshot> m_loaded;
     void buildHistories();
     void pairLifetimes();
+    std::vector<int> devicesShownFirst() const;
 
     DocumentSession* m_session = nullptr;
     int m_device = 0;
