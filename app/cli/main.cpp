@@ -13,6 +13,7 @@ namespace {
 
 const char* kUsage =
     "usage: memlens-cli COMMAND [ARGS]\n"
+    "       memlens-cli --version\n"
     "\n"
     "commands:\n"
     "  stats FILE [--json]                      per-device figures of the snapshot's final state\n"
@@ -79,6 +80,10 @@ int main(int argc, char** argv) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         std::cout << kUsage;
         return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+        std::cout << "memlens-cli " << MEMLENS_VERSION_STRING << "\n";
+        return 0;
     }
     std::string command = args[0];
     args.erase(args.begin());

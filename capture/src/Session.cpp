@@ -16,7 +16,9 @@
 
 #if defined(MEMLENS_CAPTURE_CUDA)
 #include <torch/csrc/cuda/memory_snapshot.h>
-#if __has_include(<cuda_runtime_api.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
+// cuda_runtime.h includes crt/host_config.h, which pip's CUDA runtime package lacks (the
+// toolkit's nvcc package has it): without it, no allocator header and no OOM observer
+#if __has_include(<cuda_runtime_api.h>) && __has_include(<crt/host_config.h>) && __has_include(<c10/cuda/CUDACachingAllocator.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
 #define MEMLENS_CAPTURE_ALLOCATOR 1
 #endif

@@ -132,7 +132,8 @@ void growthRules(Context& c, std::vector<Finding>& out) {
             if (its[k].number == number) return k;
         return size_t(0);
     };
-    const size_t recent = last - std::min<size_t>(last, std::max<size_t>(2, complete / 3));
+    const size_t window = std::min<size_t>(last, std::max<size_t>(2, complete / 3));
+    const size_t recent = last - window;
     std::vector<const SurvivorGroup*> growing;
     for (const SurvivorGroup& g : s.groups) {
         if (g.iterationsWith < 3) continue;
@@ -140,6 +141,9 @@ void growthRules(Context& c, std::vector<Finding>& out) {
         const size_t span = lastWith - first + 1;
         if (2 * g.iterationsWith < span) continue;  // now and then: not a steady leak
         if (lastWith < recent) continue;            // stopped growing
+        // only the last few iterations' tensors: a bounded window (the last k kept, the current
+        // step's still in scope), which slides instead of growing
+        if (span <= window) continue;
         growing.push_back(&g);
     }
     if (growing.empty()) return;

@@ -300,6 +300,12 @@ def check_usage(cli, some_file, traced_file, report):
             continue
         report.check(r.rc == 2, f"{label}: expected exit 2, got {r.describe()}")
         report.check(bool(r.err.strip() or r.out.strip()), f"{label}: printed nothing at all")
+    # --version: the project's version as CMakeLists.txt declares it, on one line, exit 0
+    cmake = open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")).read()
+    want = re.search(r"project\(memlens VERSION ([0-9.]+)", cmake).group(1)
+    r = run([cli, "--version"])
+    report.check(r.rc == 0 and r.out_text == f"memlens-cli {want}\n" and not r.err,
+                 f"{r.cmd()}: expected 'memlens-cli {want}' and exit 0, got {r.describe()} {r.out_text!r}")
 
 
 def main():

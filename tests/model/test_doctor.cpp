@@ -168,6 +168,28 @@ TEST(Doctor, OneForwardTensorKeptPerIterationIsKeptOnDevice) {
     EXPECT_EQ(f->frames.front().name, "linear");
 }
 
+// The fixed twin of capture/examples/mistakes/growth.py on CUDA: a cache bounded to the last two
+// steps' outputs, plus the current step's still in scope, holds three iterations' tensors at
+// every iteration's end. That window slides; nothing grows.
+TEST(Doctor, ABoundedWindowOfKeptOutputsIsNoGrowth) {
+    for (int window : {2, 3}) {
+        Job job;
+        job.iterations = 15;
+        job.keptLogits = 768 * KiB;
+        job.keptLogitsWindow = window;
+        const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+        for (const Finding& f : r.findings) EXPECT_LT(f.severity, Severity::Warning) << "window " << window << ": " << rulesOf(r);
+    }
+    // the same outputs never freed, over as many iterations: kept on the device
+    Job job;
+    job.iterations = 15;
+    job.keptLogits = 768 * KiB;
+    const DoctorReport kept = diagnoseSnapshot(snapshotOf(job));
+    const Finding* f = findRule(kept, "kept-on-device");
+    ASSERT_TRUE(f) << rulesOf(kept);
+    EXPECT_EQ(f->count, 15u);
+}
+
 TEST(Doctor, ACacheGrowingOutsideTheModelIsGrowth) {
     Job job;
     job.cacheGrowth = 1 * MiB;

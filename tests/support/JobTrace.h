@@ -38,6 +38,7 @@ struct Job {
     // mistakes
     std::vector<uint64_t> graphKept;  // per iteration: tensors of train.py:81's computation kept together
     uint64_t keptLogits = 0;          // the last layer's output kept (one forward stack), this size
+    int keptLogitsWindow = 0;         // > 0: only the last this many iterations' outputs are kept (a bounded cache)
     uint64_t cacheGrowth = 0;         // train.py:60 allocates this much per iteration into a cache
     bool gradsKept = false;           // gradients allocated once and zeroed in place
 };
@@ -91,7 +92,7 @@ inline P optimizerFrames() {
 
 inline std::string pickle(const Job& job) {
     Writer w;
-    std::vector<uint64_t> params, grads;
+    std::vector<uint64_t> params, grads, keptOutputs;
     for (int p = 0; p < job.parameters; ++p)
         params.push_back(w.alloc(job.parameter, userFrames("main", 20, {frame("_apply", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 900)})));
     bool stateMade = false;
@@ -107,7 +108,13 @@ inline std::string pickle(const Job& job) {
             if (job.sameLayerCode) acts.push_back(w.alloc(job.activation / 2, forwardFrames(100)));
         }
         if (cut) break;
-        if (job.keptLogits) w.alloc(job.keptLogits, forwardFrames(job.layers));  // kept: never freed
+        if (job.keptLogits) {  // kept: never freed, or freed once the window has moved past it
+            keptOutputs.push_back(w.alloc(job.keptLogits, forwardFrames(job.layers)));
+            if (job.keptLogitsWindow > 0 && keptOutputs.size() > static_cast<size_t>(job.keptLogitsWindow)) {
+                w.free(keptOutputs.front());
+                keptOutputs.erase(keptOutputs.begin());
+            }
+        }
         const uint64_t loss = w.alloc(512, userFrames("train_step", 41, {frame("cross_entropy", "/venv/lib/python3.11/site-packages/torch/nn/functional.py", 3000),
                                                                     frame("forward", "/venv/lib/python3.11/site-packages/torch/nn/modules/loss.py", 1100),
                                                                     frame("_call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1527)}));

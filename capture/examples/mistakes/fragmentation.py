@@ -41,6 +41,8 @@ if not args.device.startswith("cuda") or not torch.cuda.is_available():
 
 MiB = 1 << 20
 dev = torch.device(args.device)
+if dev.index is None:  # "cuda": the current device (set_per_process_memory_fraction wants an index)
+    dev = torch.device("cuda", torch.cuda.current_device())
 total = torch.cuda.get_device_properties(dev).total_memory
 torch.cuda.set_per_process_memory_fraction(args.limit_mib * MiB / total, dev)
 segments = args.limit_mib // 20                  # 51 for 1024 MiB: 4 MiB of headroom left

@@ -26,11 +26,24 @@
 #
 #   capture/tests/gpu/run.sh RESULTS_DIR
 #
+# And tests/bench/gpu_real_trace.py (checks named "scale: ..."): a real CUDA trace of --entries
+# entries (SCALE_ENTRIES, default 2,000,000; at most 120 s of training) recorded with torch's own API and read by memlens-cli
+# stats / check / replay / whatif / slice, compressed and not, against pickle.load and the oracle;
+# its report goes into summary.json ("scale").
+#
+# The jobs of 5 run side by side (each with its own log, printed in order when all have ended).
+#
 # Environment: PYTHON (default python3: the interpreter with torch), MEMLENS_GPU_WORK (build and
-# scratch directory; default a new one under /tmp), CAP_MB (the OOM job's cap, default 2048).
+# scratch directory; default a new one under /tmp), CAP_MB (the OOM job's cap, default 2048),
+# MEMLENS_GPU_PREBUILT (a folder with bin/memlens-cli, lib/libmemlens_model.a,
+# lib/libmemlens_recorder.a and the shared libraries they need, include/ with nlohmann/json.hpp and
+# sqlite3.h, as capture/tests/gpu/prebuild.sh makes it on Debian 12: used when its memlens-cli runs
+# here, so that neither CMake nor the development packages are needed; the C++ example is then
+# compiled directly against torch), SCALE_ENTRIES.
 # For trying the script itself on a machine without a GPU: MEMLENS_GPU_DRY=1 goes on without CUDA
 # (the jobs then fail), MEMLENS_GPU_FORCE_FALLBACK=1 takes the fallbacks for SQLite and nlohmann.
-# Takes 5-7 minutes (most of it compiling, then the mistake examples). Exit 0 when every check passed.
+# With MEMLENS_GPU_PREBUILT on one H200 (16 cores): 97 s, or 163 s with SCALE_ENTRIES=6600000 (a
+# 597 MB trace); building memlens-cli there instead adds the compile. Exit 0 when every check passed.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -83,18 +96,31 @@ $CXX --version | head -1
 
 # ---- 2. tools and libraries ----------------------------------------------------------------------
 say "tools"
+PRE=${MEMLENS_GPU_PREBUILT:-}
+PRE_OK=0
+if [[ -n $PRE ]]; then
+  PRE=$(cd "$PRE" && pwd)
+  if "$PRE/bin/memlens-cli" --version >/dev/null 2>&1; then
+    PRE_OK=1
+    export CPLUS_INCLUDE_PATH=$PRE/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+    echo "prebuilt: $PRE ($("$PRE/bin/memlens-cli" --version 2>&1 | head -1))"
+  else
+    echo "the prebuilt memlens-cli in $PRE does not run here:"
+    "$PRE/bin/memlens-cli" --version 2>&1 | head -3
+  fi
+fi
 CMAKE=cmake
 cmake_ok() { "$1" --version 2>/dev/null | awk 'NR==1 { split($3, v, "."); exit !(v[1] > 3 || (v[1] == 3 && v[2] >= 25)) }'; }
-if ! cmake_ok "$CMAKE"; then
+if [[ $PRE_OK == 0 ]] && ! cmake_ok "$CMAKE"; then
   echo "cmake 3.25 or newer is needed (the top-level CMakeLists.txt asks for it); trying pip's"
-  "$PY" -m pip install --quiet --user 'cmake>=3.25' 2>&1 | tail -2
+  timeout 60 "$PY" -m pip install --quiet --user 'cmake>=3.25' 2>&1 | tail -2
   CMAKE=$("$PY" -c 'import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, "cmake"))' 2>/dev/null || echo cmake)
 fi
-if ! cmake_ok "$CMAKE"; then
+if [[ $PRE_OK == 0 ]] && ! cmake_ok "$CMAKE"; then
   note "cmake >= 3.25" 0 "found: $($CMAKE --version 2>/dev/null | head -1)"
   exit 1
 fi
-$CMAKE --version | head -1
+[[ $PRE_OK == 0 ]] && $CMAKE --version | head -1
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 
@@ -150,107 +176,182 @@ fi
 # ---- 3. memlens-cli: the minimal configure ---------------------------------------------------------
 say "memlens-cli (-DMEMLENS_BUILD_GUI=OFF -DMEMLENS_BUILD_TESTS=OFF)"
 ABI_FLAGS=(-DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI")
-if $CMAKE -S "$SRC" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
+if [[ $PRE_OK == 1 ]]; then
+  CLI=$PRE/bin/memlens-cli
+  # its compiled-in agent folder is the build machine's: the agent of this tree instead
+  export MEMLENS_AGENT_DIR=$SRC/capture/python
+  note "minimal build" 1 "the prebuilt memlens-cli (built without Qt on Debian 12) runs here"
+elif $CMAKE -S "$SRC" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
   -DMEMLENS_BUILD_TESTS=OFF -DMEMLENS_CAPTURE_TORCH=OFF "${ABI_FLAGS[@]}" "${EXTRA[@]}" >"$WORK/configure.log" 2>&1 &&
   $CMAKE --build "$WORK/build" -j "$NPROC" --target memlens-cli >"$WORK/build.log" 2>&1; then
   note "minimal build" 1 "memlens-cli built without Qt (-DMEMLENS_BUILD_GUI=OFF -DMEMLENS_BUILD_TESTS=OFF)"
+  CLI=$WORK/build/app/memlens-cli
 else
   tail -30 "$WORK/configure.log" "$WORK/build.log"
   note "minimal build" 0 "configure or build of memlens-cli failed (see run.log)"
   exit 1
 fi
-CLI=$WORK/build/app/memlens-cli
 
 # ---- 4. the C++ capture library, against this torch --------------------------------------------------
 say "C++ capture library against $TORCH_PREFIX"
 EXAMPLE=
-if $CMAKE -S "$SRC" -B "$WORK/build-torch" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
+if [[ $PRE_OK == 0 ]] && $CMAKE -S "$SRC" -B "$WORK/build-torch" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMLENS_BUILD_GUI=OFF \
   -DMEMLENS_BUILD_TESTS=OFF -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" "${ABI_FLAGS[@]}" "${EXTRA[@]}" \
   >"$WORK/configure-torch.log" 2>&1 && grep -q "C++ capture library with CUDA" "$WORK/configure-torch.log" &&
   $CMAKE --build "$WORK/build-torch" -j "$NPROC" --target memlens-capture-example >"$WORK/build-torch.log" 2>&1; then
   EXAMPLE=$WORK/build-torch/capture/memlens-capture-example
   note "C++ library (CMake)" 1 "find_package(Torch) with CUDA; built memlens-capture-example"
 else
-  grep -E "memlens:|Error|error" "$WORK/configure-torch.log" "$WORK/build-torch.log" 2>/dev/null | head -15
-  echo "CMake with Torch did not work (a pip torch needs the CUDA toolkit for find_package(Torch));"
+  if [[ $PRE_OK == 0 ]]; then
+    grep -E "memlens:|Error|error" "$WORK/configure-torch.log" "$WORK/build-torch.log" 2>/dev/null | head -15
+    echo "CMake with Torch did not work (a pip torch needs the CUDA toolkit for find_package(Torch));"
+  fi
   echo "compiling the library and the example directly against the wheel"
-  cuda_inc=$(find "$("$PY" -c 'import site; print(site.getsitepackages()[0])')/nvidia" /usr/local/cuda/include \
-    -name cuda_runtime_api.h -print -quit 2>/dev/null)
+  # the CUDA runtime's headers (cuda_runtime.h needs crt/host_config.h, from the toolkit's nvcc)
+  site=$("$PY" -c 'import site; print(site.getsitepackages()[0])')
+  nvcc_root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
+  cuda_inc=()
+  for h in cuda_runtime_api.h crt/host_config.h; do
+    f=$(find "$nvcc_root/include" "$nvcc_root/targets" /usr/local/cuda/include /usr/local/cuda/targets "$site/nvidia" \
+      /usr/include -path "*/$h" -print -quit 2>/dev/null)
+    [[ -n $f ]] && cuda_inc+=(-I"${f%/"$h"}")
+  done
+  echo "CUDA headers: ${cuda_inc[*]:-none} (nvcc: $(command -v nvcc || echo none))"
   torch_inc=$("$PY" -c 'from torch.utils import cpp_extension as c; print(" ".join("-I" + p for p in c.include_paths()))')
   inc=(-I"$SRC/capture/include" -I"$SRC/model/include" $torch_inc "${FALLBACK_INC[@]}")
-  [[ -n $cuda_inc ]] && inc+=(-I"$(dirname "$cuda_inc")")
-  sqlite_lib=$(grep -m1 '^SQLite3_LIBRARY' "$WORK/build/CMakeCache.txt" | cut -d= -f2)
-  if $CXX -std=c++20 -O1 -D_GLIBCXX_USE_CXX11_ABI="$TORCH_ABI" -DMEMLENS_CAPTURE_CUDA=1 "${inc[@]}" \
-    "$SRC/capture/src/Session.cpp" "$SRC/capture/examples/train_loop.cpp" -o "$WORK/memlens-capture-example" \
-    "$WORK/build/capture/libmemlens_recorder.a" "$WORK/build/model/libmemlens_model.a" "$sqlite_lib" \
+  inc+=("${cuda_inc[@]}")
+  if [[ $PRE_OK == 1 ]]; then
+    # the machine's own shared libraries where it has them (one copy of each in the process, torch's
+    # too), else the prebuilt folder's
+    libs=("$PRE/lib/libmemlens_recorder.a" "$PRE/lib/libmemlens_model.a")
+    rpath=()
+    for so in libsqlite3.so.0 libz.so.1 liblzma.so.5 libzstd.so.1; do
+      if ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$so "; then
+        libs+=(-l:"$so")
+      else
+        libs+=("$PRE/lib/$so")
+        rpath=(-Wl,-rpath,"$PRE/lib")
+      fi
+    done
+  else
+    libs=("$WORK/build/capture/libmemlens_recorder.a" "$WORK/build/model/libmemlens_model.a"
+      "$(grep -m1 '^SQLite3_LIBRARY' "$WORK/build/CMakeCache.txt" | cut -d= -f2)" -lz -llzma -lzstd)
+    rpath=()
+  fi
+  # the library's three files and the example, compiled side by side, then linked
+  objs=()
+  pids=()
+  for f in capture/src/Session.cpp capture/src/Watch.cpp capture/src/WatchModel.cpp capture/examples/train_loop.cpp; do
+    o=$WORK/direct-$(basename "$f" .cpp).o
+    objs+=("$o")
+    $CXX -std=c++20 -O1 -c -D_GLIBCXX_USE_CXX11_ABI="$TORCH_ABI" -DMEMLENS_CAPTURE_CUDA=1 "${inc[@]}" "$SRC/$f" \
+      -o "$o" >"$o.log" 2>&1 &
+    pids+=($!)
+  done
+  direct_ok=1
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { direct_ok=0; tail -20 "${objs[$i]}.log"; }
+  done
+  if [[ $direct_ok == 1 ]] && $CXX "${objs[@]}" -o "$WORK/memlens-capture-example" "${libs[@]}" \
     -L"$TORCH_LIB" -Wl,--no-as-needed -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda -Wl,--as-needed \
-    -Wl,-rpath,"$TORCH_LIB" -lpthread -ldl >"$WORK/build-direct.log" 2>&1; then
+    -Wl,-rpath,"$TORCH_LIB" "${rpath[@]}" -lpthread -ldl >"$WORK/build-direct.log" 2>&1; then
     EXAMPLE=$WORK/memlens-capture-example
-    note "C++ library (direct)" 1 "compiled against the wheel$([[ -z $cuda_inc ]] && echo ', without CUDA runtime headers: no C++ OOM observer')"
+    note "C++ library (direct)" 1 "compiled against the wheel$([[ ${#cuda_inc[@]} -lt 2 ]] && echo ', without the whole CUDA runtime headers: no C++ OOM observer')"
   else
     tail -30 "$WORK/build-direct.log"
     note "C++ library" 0 "could not be built (see run.log)"
   fi
 fi
 
-# ---- 5. record ---------------------------------------------------------------------------------------
+# ---- 5. record, every job side by side ----------------------------------------------------------------
 cd "$WORK" || exit 1
+mkdir -p "$WORK/logs"
+JOBS=()
+PIDS=()
+job() { # job NAME COMMAND...: in the background, its output in logs/NAME.log
+  local name=$1
+  shift
+  JOBS+=("$name")
+  ("$@") >"$WORK/logs/$name.log" 2>&1 &
+  PIDS+=($!)
+}
 rec() { # rec NAME EXPECTED_EXIT OPTIONS... -- COMMAND...
   local name=$1 want=$2
   shift 2
-  say "record $name"
   rm -f "$RESULTS/$name.memlens"
   local t=$SECONDS
   timeout 300 "$CLI" record -o "$RESULTS/$name.memlens" "$@"
   local rc=$?
   note "$name: exit status" $([[ $rc == "$want" ]] && echo 1 || echo 0) "exit $rc (expected $want), $((SECONDS - t)) s"
 }
-rec train 0 --snapshot-iterations 5,31 --max-entries 5000 -- "$PY" "$HERE/jobs/train.py"
-CAP_MB=${CAP_MB:-2048} rec oom 1 --max-entries 5000 -- "$PY" "$HERE/jobs/oom.py"
-rec leak 0 --snapshot-every 10 --max-entries 5000 -- "$PY" "$HERE/jobs/leak.py"
+checked() { # checked LABEL TIMEOUT COMMAND...: a check script, exit 0 when it passed; its last line is the detail
+  local label=$1 limit=$2
+  shift 2
+  local t=$SECONDS out rc
+  out=$(timeout "$limit" "$@" 2>&1)
+  rc=$?
+  echo "$out" | tail -n 40
+  note "$label" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+}
+
+job train rec train 0 --snapshot-iterations 5,31 --max-entries 5000 -- "$PY" "$HERE/jobs/train.py"
+oom() { CAP_MB=${CAP_MB:-2048} rec oom 1 --max-entries 5000 -- "$PY" "$HERE/jobs/oom.py"; }
+job oom oom
+job leak rec leak 0 --snapshot-every 10 --max-entries 5000 -- "$PY" "$HERE/jobs/leak.py"
 if [[ -n $EXAMPLE ]]; then
   # C++ stacks (the default for a C++ program) are slow to symbolise: a shorter history.
-  rec cxx 0 --snapshot-iterations 3,10 --max-entries 2000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
+  job cxx rec cxx 0 --snapshot-iterations 3,10 --max-entries 2000 -- "$EXAMPLE" --steps 12 --eval 5 --leak --oom --markers
 fi
 
 # --stack-depth 2: kept in the scratch directory (RESULTS holds 8 files at most); checked with the others in 6.
-say "record depth (--stack-depth 2)"
-t=$SECONDS
-timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-every 10 --max-entries 2000 \
-  -- "$PY" "$HERE/jobs/leak.py"
-rc=$?
-note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expected 0), $((SECONDS - t)) s"
+depth() {
+  local t=$SECONDS
+  timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-every 10 --max-entries 2000 \
+    -- "$PY" "$HERE/jobs/leak.py"
+  local rc=$?
+  note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expected 0), $((SECONDS - t)) s"
+}
+job depth depth
 
 # The doctor's evidence on CUDA: each example of capture/examples/mistakes and its --fixed twin,
 # recorded and checked by tests/capture/test_mistakes.py (sessions in its own temporary directory);
 # grads_kept also checks the snapshots' `categories`, fragmentation really runs out of memory.
 for c in graph_kept eval_with_grad kept_on_device previous_batch grads_kept variable_length growth fragmentation; do
-  say "mistakes $c (--device cuda)"
-  t=$SECONDS
-  out=$(timeout 300 "$PY" "$SRC/tests/capture/test_mistakes.py" --cli "$CLI" --python "$PY" --device cuda --case "$c" 2>&1)
-  rc=$?
-  echo "$out" | tail -n 40
-  note "mistakes: $c (cuda)" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+  job "mistakes-$c" checked "mistakes: $c (cuda)" 300 \
+    "$PY" "$SRC/tests/capture/test_mistakes.py" --cli "$CLI" --python "$PY" --device cuda --case "$c"
 done
 
 # memlens-cli attach on a CUDA job started without memlens: the history covers the time after the
-# attach, snapshots at an iteration and at the detach, the history off again after it.
-say "attach (--device cuda)"
-t=$SECONDS
-out=$(timeout 300 "$PY" "$SRC/tests/capture/test_attach.py" --cli "$CLI" --python "$PY" --case cuda 2>&1)
-rc=$?
-echo "$out" | tail -n 20
-note "attach: cuda" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+# attach, snapshots at an iteration and at the detach, the history off again after it. The attach
+# needs gdb (Python before 3.14); where only CUDA's cuda-gdb is installed, that one.
+attach() {
+  if ! command -v gdb >/dev/null && command -v cuda-gdb >/dev/null; then
+    mkdir -p "$WORK/gdb-bin"
+    # a script, not a link: cuda-gdb chooses the binary it runs by the name it was called by
+    printf '#!/bin/sh\nexec %q "$@"\n' "$(command -v cuda-gdb)" >"$WORK/gdb-bin/gdb"
+    chmod +x "$WORK/gdb-bin/gdb"
+    export PATH=$WORK/gdb-bin:$PATH
+    echo "no gdb here: memlens-cli attach finds cuda-gdb as gdb ($(cuda-gdb --version | head -1))"
+  fi
+  checked "attach: cuda" 300 "$PY" "$SRC/tests/capture/test_attach.py" --cli "$CLI" --python "$PY" --case cuda
+}
+job attach attach
 
 # The newer snapshot fields, recorded with torch's own API (each of its checks is in its report,
 # merged into summary.json in 7).
-say "newer snapshot fields"
-t=$SECONDS
-rm -rf "$WORK/newer"
-out=$(timeout 300 "$PY" "$HERE/newer_fields.py" --cli "$CLI" --out "$WORK/newer" 2>&1)
-rc=$?
-echo "$out" | tail -n 30
-note "newer: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc, $((SECONDS - t)) s: $(echo "$out" | tail -n 1)"
+rm -rf "$WORK/newer" "$WORK/scale"
+job newer checked "newer: exit status" 300 "$PY" "$HERE/newer_fields.py" --cli "$CLI" --out "$WORK/newer"
+
+# Issue 13's scale on a real CUDA trace (its checks and figures merged into summary.json in 7).
+job scale checked "scale: exit status" 420 "$PY" "$SRC/tests/bench/gpu_real_trace.py" --cli "$CLI" \
+  --out "$WORK/scale" --entries "${SCALE_ENTRIES:-2000000}" --max-seconds 120
+
+say "${#JOBS[@]} jobs side by side: ${JOBS[*]}"
+wait "${PIDS[@]}" # (a plain wait would also wait for the tee of run.log, which ends with this script)
+for name in "${JOBS[@]}"; do
+  say "$name"
+  cat "$WORK/logs/$name.log"
+done
 
 # ---- 6. check and export -------------------------------------------------------------------------------
 say "checks"
@@ -393,6 +494,7 @@ if [[ -f $WORK/newer/newer.pickle ]]; then
   fi
 fi
 [[ -f $WORK/newer/newer.json ]] && cp "$WORK/newer/newer.json" "$RESULTS/.newer.json"
+[[ -f $WORK/scale/scale.json ]] && cp "$WORK/scale/scale.json" "$RESULTS/.scale.json"
 "$PY" - "$RESULTS" "$CHECKS" <<'EOF'
 import json, os, sqlite3, sys
 
@@ -421,10 +523,15 @@ p = os.path.join(results, ".newer.json")
 if os.path.exists(p):
     newer = json.load(open(p))
     os.remove(p)
-rows = [json.loads(l) for l in open(checks) if l.strip()] + newer.get("checks", [])
+scale = {}
+p = os.path.join(results, ".scale.json")
+if os.path.exists(p):
+    scale = json.load(open(p))
+    os.remove(p)
+rows = [json.loads(l) for l in open(checks) if l.strip()] + newer.get("checks", []) + scale.get("checks", [])
 files = {n: os.path.getsize(os.path.join(results, n)) for n in sorted(os.listdir(results))}
 json.dump({"passed": all(r["ok"] for r in rows), "checks": rows, "files": files, "sessions": sessions,
-           "newer": newer}, open(os.path.join(results, "summary.json"), "w"), indent=1)
+           "newer": newer, "scale": scale}, open(os.path.join(results, "summary.json"), "w"), indent=1)
 print("files:", files)
 print("%d checks, %d failed" % (len(rows), sum(not r["ok"] for r in rows)))
 sys.exit(0 if all(r["ok"] for r in rows) else 1)
