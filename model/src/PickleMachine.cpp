@@ -79,8 +79,13 @@ int hexDigit(char c) {
 PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks, PickleLimits limits)
     : in_(in), doc_(doc), hooks_(hooks), limits_(limits) {
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
+    limits_.memoWideFrom = std::min(limits_.memoWideFrom, PackedMemo::kWide);
     // Address space for what a file of this size is likely to need; pages cost only when touched.
-    reserveHugePages(memo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 32 + 1024, uint64_t(1) << 28)));
+    // The memo: a slot (4 bytes) per 8 bytes of file. torch 2.11's traces with Python stacks memoise a value
+    // every 30 bytes (each entry's dict, its 'N/A', its empty frames list); a reservation of one
+    // slot per 32 bytes made the memo grow by copying itself, hundreds of MB, at the end of the
+    // read (tests/bench/README.md, "A torch 2.11 trace").
+    reserveHugePages(memo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 8 + 1024, uint64_t(1) << 28)));
     // one per container node: as many as the document reserves (SnapshotHooks)
     reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
@@ -120,8 +125,8 @@ uint32_t PickleMachine::makeNode(Tag kind) {
 void PickleMachine::collapsed(uint32_t id, Value c) {
     uint32_t m = nodeMemo_[id];
     if (m == 0 || m == kShared) return;
-    MemoSlot& slot = memo_[m - 1];
-    if ((slot.tag == Tag::List || slot.tag == Tag::Dict) && slot.ref == id) slot = encode(c);
+    const MemoSlot slot = slotAt(m - 1);
+    if ((slot.tag == Tag::List || slot.tag == Tag::Dict) && slot.ref == id) memo_[m - 1] = encodeAt(m - 1, c);
 }
 
 Value PickleMachine::store(Value v) {
@@ -164,8 +169,8 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         std::vector<Value> items;
         hooks_->expandList(doc_, nd.collapsedValue(), items);
         nd.uncollapse();
-        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && memo_[m - 1].tag == Tag::Stack)
-            memo_[m - 1] = encode(Value::node(Tag::List, id));  // the memo refers to the list again
+        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && PackedMemo::tag(memo_[m - 1]) == Tag::Stack)
+            memo_[m - 1] = encodeAt(m - 1, Value::node(Tag::List, id));  // the memo refers to the list again
         doc_.append(id, items.data(), items.size());
     }
     uint32_t depth = doc_.node(id).depth;
@@ -220,14 +225,14 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
         m = (m == 0 && dense && index < kShared - 1) ? static_cast<uint32_t>(index + 1) : kShared;
     }
     if (index == memo_.size()) {
-        memo_.push_back(encode(v));
+        memo_.push_back(encodeAt(index, v));
         memoPushed();
     } else if (index < memo_.size()) {
-        if (hooks_) hooks_->memoRewritten(index, decode(memo_[index]));
-        memo_[index] = encode(v);
+        if (hooks_) hooks_->memoRewritten(index, decode(slotAt(index)));
+        memo_[index] = encodeAt(index, v);
     } else if (index <= memo_.size() + 65536) {
-        memo_.resize(index + 1);
-        memo_[index] = encode(v);
+        memo_.resize(index + 1);  // zeroed slots are unset
+        memo_[index] = encodeAt(index, v);
     } else {
         if (sparseMemo_.size() >= limits_.maxSparseMemo && !sparseMemo_.count(index))
             fail("too many memo entries with scattered indices");
@@ -236,13 +241,12 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
 }
 
 Value PickleMachine::memoGet(uint64_t index) {
-    if (index < memo_.size() && memo_[index].tag != Tag::Unset) {
-        MemoSlot& slot = memo_[index];
-        Value v = decode(slot);
+    if (index < memo_.size() && PackedMemo::tag(memo_[index]) != Tag::Unset) {
+        Value v = decode(slotAt(index));
         if (v.isContainer()) {
             v = resolve(v);
             if (!v.isContainer())
-                slot = encode(v);  // later gets skip the node
+                memo_[index] = encodeAt(index, v);  // later gets skip the node
             else
                 markShared(v);
         }
@@ -343,7 +347,7 @@ inline size_t PickleMachine::memoGetRun(const uint8_t* p, size_t avail) {
     size_t len = measureMemoGetRun(p, avail);
     if (!len) return 0;
     Value out;
-    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_.data(), memo_.size()), out)) return 0;
+    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_.data(), memo_.size(), wideRefs_), out)) return 0;
     marks_.pop_back();
     doc_.node(id).collapse(out);
     collapsed(id, out);
@@ -429,11 +433,16 @@ memo_get: {
         idx = le32(p);
         p += 4;
     }
-    if (idx < memo_.size() && (memo_[idx].tag == Tag::Str || memo_[idx].tag >= Tag::Frame) &&
-        memo_[idx].tag != Tag::Unset)
-        push(Value{0, memo_[idx].ref, memo_[idx].tag});  // the common case: a string, a frame or a stack
-    else
-        push(memoGet(idx));
+    if (idx < memo_.size()) {
+        const uint32_t packed = memo_[idx];
+        const Tag tag = PackedMemo::tag(packed);
+        const uint32_t ref = PackedMemo::ref(packed);
+        if ((tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide) {
+            push(Value{0, ref, tag});  // the common case: a string, a frame or a stack
+            MEMLENS_NEXT_OPCODE();
+        }
+    }
+    push(memoGet(idx));
     MEMLENS_NEXT_OPCODE();
 }
 memoize: {
@@ -441,7 +450,7 @@ memoize: {
     // slot, the only one that refers to it
     const Value& v = top();
     if (v.isContainer() && nodeMemo_[v.ref] == 0 && !doc_.node(v.ref).isCollapsed() && memo_.size() < kShared - 1) {
-        memo_.push_back(encode(v));
+        memo_.push_back(encodeAt(memo_.size(), v));
         nodeMemo_[v.ref] = static_cast<uint32_t>(memo_.size());
         memoPushed();
     } else {

@@ -101,6 +101,43 @@ TEST(PickleMachine, StringsBytesAndMemo) {
     EXPECT_EQ(s(*l, v[3]), std::string("\x00\x01", 2));
 }
 
+// Memoised references that do not fit a packed memo slot (27 bits; here from 2 on) are kept
+// beside it: strings, a number, a dict and a list read back through memo gets, the dict and the
+// list as the same objects, and a slot stored over (BINPUT) reads its new value.
+TEST(PickleMachine, MemoReferencesKeptBesideTheMemo) {
+    // PROTO 4; ] MEMOIZE (memo 0) ( ; 20 strings s0..s19 each memoised (memo 1..20); BININT2 4660
+    // memoised (21); } memoised (22); ] memoised (23); the gets of 1..23; "x" BINPUT 5 (memo 5
+    // is now "x"), POP; BINGET 5; APPENDS STOP
+    std::string b = std::string("\x80\x04]\x94(", 5);
+    for (int i = 0; i < 20; ++i) {
+        std::string t = "s" + std::to_string(i);
+        b += std::string("\x8c") + static_cast<char>(t.size()) + t + "\x94";
+    }
+    b += std::string("M\x34\x12\x94}\x94]\x94", 8);
+    for (int i = 1; i <= 23; ++i) b += std::string("h") + static_cast<char>(i);
+    b += std::string("\x8c\x01x") + "q" + '\x05' + "0" + "h" + '\x05' + "e.";
+    for (uint32_t wideFrom : {PackedMemo::kWide, 2u, 0u}) {
+        PickleLimits limits;
+        limits.memoWideFrom = wideFrom;
+        auto l = load(b, limits);
+        auto v = items(*l, l->root);
+        ASSERT_EQ(v.size(), 47u) << wideFrom;
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int i = 0; i < 20; ++i) {
+                ASSERT_EQ(v[pass * 23 + i].tag, Tag::Str) << wideFrom;
+                EXPECT_EQ(s(*l, v[pass * 23 + i]), "s" + std::to_string(i)) << wideFrom;
+            }
+            EXPECT_EQ(v[pass * 23 + 20].asInt(), 4660) << wideFrom;
+            EXPECT_EQ(v[pass * 23 + 21].tag, Tag::Dict) << wideFrom;
+            EXPECT_EQ(v[pass * 23 + 22].tag, Tag::List) << wideFrom;
+        }
+        EXPECT_EQ(v[21].ref, v[44].ref) << "the dict, got back";
+        EXPECT_EQ(v[22].ref, v[45].ref) << "the list, got back";
+        ASSERT_EQ(v[46].tag, Tag::Str);
+        EXPECT_EQ(s(*l, v[46]), "x") << "memo 5 was stored over";
+    }
+}
+
 TEST(PickleMachine, Protocol0TextOpcodes) {
     // a protocol 0 list with APPEND per item; GET 1 fetches the memoised UNICODE string again
     std::string b = "(lp0\nI12\naL-5L\naF0.25\naVx\\u00e9y\np1\naS'q\\n'\naI01\naNag1\na.";

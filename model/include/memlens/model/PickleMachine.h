@@ -15,18 +15,35 @@
 
 namespace memlens::model {
 
-// A memo slot: 8 bytes, the tag and a 32-bit reference (numbers keep their 64 bits elsewhere).
+// A memo slot, read: the tag and a 32-bit reference (numbers keep their 64 bits elsewhere).
 struct MemoSlot {
     uint32_t ref = 0;
     Tag tag = Tag::Unset;
 };
 
+// A memo slot as the machine keeps it: 4 bytes, the tag in the top 5 bits (XOR Unset, so that a
+// zeroed slot is unset) and the reference in the low 27. A reference of kWide or more (a file
+// with more than 134 million strings, nodes or rows memoised) is kept in a table beside, by memo
+// index, and the slot's reference says kWide. A torch trace memoises about three values an
+// entry: 4 bytes a slot instead of 8 is 12 bytes an entry less while the file is read.
+struct PackedMemo {
+    static constexpr uint32_t kWide = (uint32_t(1) << 27) - 1;
+    static_assert(static_cast<unsigned>(Tag::Unset) < 32, "a tag takes 5 bits");
+    // ref: below kWide, or kWide for a reference kept beside
+    static uint32_t pack(Tag tag, uint32_t ref) {
+        return (static_cast<uint32_t>(static_cast<uint8_t>(tag) ^ static_cast<uint8_t>(Tag::Unset)) << 27) | ref;
+    }
+    static Tag tag(uint32_t s) { return static_cast<Tag>(static_cast<uint8_t>(s >> 27) ^ static_cast<uint8_t>(Tag::Unset)); }
+    static uint32_t ref(uint32_t s) { return s & kWide; }
+};
+using WideMemoRefs = std::unordered_map<uint64_t, uint32_t>;
+
 // A list written as MARK, memo gets (BINGET, LONG_BINGET) and APPENDS right after the empty list
 // (`] ( h h j ... e`), seen by the machine before it runs those opcodes, with the memo they read.
 class MemoGetRun {
 public:
-    MemoGetRun(std::span<const uint8_t> bytes, const MemoSlot* memo, size_t memoSize)
-        : bytes_(bytes), memo_(memo), memoSize_(memoSize) {}
+    MemoGetRun(std::span<const uint8_t> bytes, const uint32_t* memo, size_t memoSize, const WideMemoRefs& wide)
+        : bytes_(bytes), memo_(memo), memoSize_(memoSize), wide_(wide) {}
     // The gets and the closing APPENDS, as they are in the file.
     std::span<const uint8_t> bytes() const { return bytes_; }
     size_t gets() const { return bytes_.size() / 2; }  // at most (a get takes 2 bytes or 5)
@@ -47,15 +64,20 @@ public:
                 index = le;
                 pos += 5;
             }
-            if (index >= memoSize_ || !f(memo_[index])) return false;
+            if (index >= memoSize_) return false;
+            const uint32_t packed = memo_[index];
+            MemoSlot slot{PackedMemo::ref(packed), PackedMemo::tag(packed)};
+            if (slot.ref == PackedMemo::kWide) slot.ref = wide_.at(index);
+            if (!f(slot)) return false;
         }
         return true;
     }
 
 private:
     std::span<const uint8_t> bytes_;
-    const MemoSlot* memo_;
+    const uint32_t* memo_;
     size_t memoSize_;
+    const WideMemoRefs& wide_;
 };
 
 // Lets a reader replace finished containers by compact domain objects while loading.
@@ -84,6 +106,9 @@ struct PickleLimits {
     size_t maxStack = size_t(1) << 25;  // values on the machine's stack at once
     size_t maxMarks = size_t(1) << 20;  // open MARKs at once
     size_t maxSparseMemo = size_t(1) << 22;
+    // Memoised references from this value on are kept beside the packed memo (at most
+    // PackedMemo::kWide; tests set it low to take that path with small files).
+    uint32_t memoWideFrom = PackedMemo::kWide;
 };
 
 // The machine's stack: a plain growable array whose push stays inline in the opcode loop.
@@ -175,21 +200,38 @@ private:
     PickleLimits limits_;
     ValueStack stack_;
     std::vector<size_t> marks_;
-    // Memo slots take 8 bytes (MemoSlot); numbers (rarely memoised) keep their 64 bits in
-    // memoNumbers_.
-    MemoSlot encode(Value v) {
+    // Memo slots take 4 bytes (PackedMemo); numbers (rarely memoised) keep their 64 bits in
+    // memoNumbers_, references that do not fit in 27 bits in wideRefs_.
+    uint32_t encodeAt(uint64_t index, Value v) {
+        uint32_t ref;
         if (v.tag == Tag::Int || v.tag == Tag::UInt || v.tag == Tag::Float) {
             memoNumbers_.push_back(v.bits);
-            return {static_cast<uint32_t>(memoNumbers_.size() - 1), v.tag};
+            ref = static_cast<uint32_t>(memoNumbers_.size() - 1);
+        } else {
+            ref = v.tag == Tag::Bool ? static_cast<uint32_t>(v.bits) : v.ref;
         }
-        return {v.tag == Tag::Bool ? static_cast<uint32_t>(v.bits) : v.ref, v.tag};
+        if (ref >= limits_.memoWideFrom) [[unlikely]] {
+            wideRefs_[index] = ref;
+            return PackedMemo::pack(v.tag, PackedMemo::kWide);
+        }
+        if (!wideRefs_.empty()) [[unlikely]]
+            wideRefs_.erase(index);
+        return PackedMemo::pack(v.tag, ref);
+    }
+    MemoSlot slotAt(uint64_t index) const {
+        const uint32_t packed = memo_[index];
+        MemoSlot m{PackedMemo::ref(packed), PackedMemo::tag(packed)};
+        if (m.ref == PackedMemo::kWide) [[unlikely]]
+            m.ref = wideRefs_.at(index);
+        return m;
     }
     Value decode(MemoSlot m) const {
         if (m.tag == Tag::Int || m.tag == Tag::UInt || m.tag == Tag::Float) return {memoNumbers_[m.ref], 0, m.tag};
         if (m.tag == Tag::Bool) return {m.ref, 0, Tag::Bool};
         return {0, m.ref, m.tag};
     }
-    std::vector<MemoSlot> memo_;
+    std::vector<uint32_t> memo_;  // PackedMemo
+    WideMemoRefs wideRefs_;
     // Where the document prefaults (a large file), the memo's pages are taken (faulted and
     // zeroed) on its thread kMemoAhead slots before they are written: a 600 MB snapshot
     // memoises millions of values.
