@@ -31,16 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import snapshot_oracle as oracle  # noqa: E402
-
-
-class Checks:
-    def __init__(self):
-        self.rows = []
-
-    def note(self, name, ok, detail=""):
-        self.rows.append({"name": name, "ok": bool(ok), "detail": detail})
-        print("  %s: %s: %s" % ("ok" if ok else "FAILED", name, detail), flush=True)
-        return ok
+from check_rows import Checks  # noqa: E402
 
 
 RSS_RUNNER = r"""
@@ -235,9 +226,7 @@ def main():
         size / 1e6, entries0, pk_s, best, pk_s / best, report["stats"]["rss_per_file"], report["check"]["per_stats"],
         report["replay"]["per_stats"], report["whatif"]["per_stats"]), flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    failed = sum(not r["ok"] for r in checks.rows)
-    print("scale: %d checks, %d failed" % (len(checks.rows), failed), flush=True)
-    return 1 if failed else 0
+    return checks.finish("scale")
 
 
 if __name__ == "__main__":

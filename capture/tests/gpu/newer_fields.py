@@ -31,16 +31,7 @@ import torch
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "tools"))
 import snapshot_oracle as oracle  # noqa: E402
-
-
-class Checks:
-    def __init__(self):
-        self.rows = []
-
-    def note(self, name, ok, detail=""):
-        self.rows.append({"name": name, "ok": bool(ok), "detail": detail})
-        print("  %s: %s: %s" % ("ok" if ok else "FAILED", name, detail), flush=True)
-        return ok
+from check_rows import Checks  # noqa: E402
 
 
 def accepts(fn, name):
@@ -257,9 +248,7 @@ def main():
     with open(os.path.join(a.out, "newer.json"), "w") as f:
         json.dump(report, f, indent=1, default=str)
     shutil.rmtree(work, ignore_errors=True)
-    failed = sum(not r["ok"] for r in checks.rows)
-    print("newer: %d checks, %d failed" % (len(checks.rows), failed), flush=True)
-    return 1 if failed else 0
+    return checks.finish("newer")
 
 
 if __name__ == "__main__":
