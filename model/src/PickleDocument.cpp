@@ -37,6 +37,7 @@ const char* tagName(Tag t) {
     case Tag::Stack: return "list of frames";
     case Tag::Row: return "trace entry dict";
     case Tag::Block: return "block dict";
+    case Tag::Annotation: return "annotation dict";
     case Tag::Unset: return "nothing";
     }
     return "?";

@@ -5,7 +5,7 @@
 namespace memlens::model {
 
 SnapshotHooks::SnapshotHooks(PickleDocument& doc, const SnapshotKeys& keys, Snapshot& snap, uint64_t fileBytes)
-    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes), blocks_(doc, keys) {
+    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes), blocks_(doc, keys), annotations_(doc, keys) {
     doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)),
                 static_cast<size_t>(std::min<uint64_t>(fileBytes / sizeof(Value) + 64, uint64_t(1) << 28)));
 }
@@ -62,6 +62,10 @@ bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
     }
     if (auto b = blocks_.fromItems(items, n)) {
         out = Value::node(Tag::Block, *b);
+        return true;
+    }
+    if (auto a = annotations_.fromItems(items, n)) {
+        out = Value::node(Tag::Annotation, *a);
         return true;
     }
     return false;

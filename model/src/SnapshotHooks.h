@@ -1,5 +1,6 @@
 #pragma once
 // Internal to the snapshot reader.
+#include "AnnotationRows.h"
 #include "BlockRows.h"
 #include "FrameRunCache.h"
 #include "FrameTable.h"
@@ -42,6 +43,7 @@ public:
 
     TraceRows& traceRows() { return rows_; }
     const BlockRows& blockRows() const { return blocks_; }
+    const AnnotationRows& annotationRows() const { return annotations_; }
 
 private:
     bool absorb(const Value* items, size_t n, Value& out);
@@ -52,6 +54,7 @@ private:
     FrameTable frames_;
     TraceRows rows_;
     BlockRows blocks_;
+    AnnotationRows annotations_;
     FrameRunCache frameRuns_;
     std::vector<FrameId> tmpFrames_;
     std::vector<Value> tmpItems_;

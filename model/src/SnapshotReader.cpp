@@ -83,7 +83,7 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
         protocol = machine.protocol();
     }
     if (options.progress) options.progress("reading", 1.0);
-    SnapshotTree(doc, keys, hooks.traceRows(), hooks.blockRows(), snap)
+    SnapshotTree(doc, keys, hooks.traceRows(), hooks.blockRows(), hooks.annotationRows(), snap)
         .finish(root, protocol, in.sizeKnown() ? in.size() : in.offset(), options);
     snap.strings = std::move(doc.strings);
     return snap;

@@ -242,6 +242,10 @@ void SnapshotTree::readAnnotations(const Value& av) {
     size_t i = 0;
     doc_.forEach(av.ref, [&](const Value& v) {
         ++i;
+        if (v.tag == Tag::Annotation) {  // read as it completed
+            snap_.annotations.push_back(annotationRows_[v.ref]);
+            return;
+        }
         if (v.tag != Tag::Dict) return;
         Annotation a;
         const Value* st = fields_.field(v.ref, k_.stage);

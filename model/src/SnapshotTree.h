@@ -1,5 +1,6 @@
 #pragma once
 // Internal to the snapshot reader.
+#include "AnnotationRows.h"
 #include "BlockRows.h"
 #include "SnapshotKeys.h"
 #include "TraceRows.h"
@@ -22,8 +23,9 @@ namespace memlens::model {
 // annotations and allocator settings; then checks that the segments add up.
 class SnapshotTree {
 public:
-    SnapshotTree(const PickleDocument& doc, const SnapshotKeys& keys, TraceRows& rows, const BlockRows& blocks, Snapshot& snap)
-        : doc_(doc), k_(keys), fields_(doc), traceRows_(rows), blockRows_(blocks), snap_(snap) {}
+    SnapshotTree(const PickleDocument& doc, const SnapshotKeys& keys, TraceRows& rows, const BlockRows& blocks,
+                 const AnnotationRows& annotations, Snapshot& snap)
+        : doc_(doc), k_(keys), fields_(doc), traceRows_(rows), blockRows_(blocks), annotationRows_(annotations), snap_(snap) {}
 
     void finish(Value root, int protocol, uint64_t fileBytes, const LoadOptions& options);
 
@@ -47,6 +49,7 @@ private:
     TreeFields fields_;
     TraceRows& traceRows_;
     const BlockRows& blockRows_;  // the block dicts read as they completed
+    const AnnotationRows& annotationRows_;  // the annotation dicts read as they completed
     Snapshot& snap_;
     bool legacy_ = false;          // torch 2.0 blocks (a history instead of frames)
     std::vector<Segment> segTmp_;  // in file order; blocks are attached per device in finish()

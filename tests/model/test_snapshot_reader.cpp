@@ -87,6 +87,43 @@ TEST(SnapshotReader, DictLayoutInEveryProtocol) {
     }
 }
 
+// External annotations: a dict of exactly stage, name, device and time_us (any order) becomes an
+// annotation as it is read; any other dict is read by the tree as before (an extra key ignored, a
+// device that is not an int read as 0, no name: a warning). The order is the list's.
+TEST(SnapshotReader, AnnotationsReadAsTheyComplete) {
+    P shared = dict({{"stage", str("START")}, {"name", str("ProfilerStep#2")}, {"device", num(0)}, {"time_us", num(600)}});
+    P snap = dict({{"segments", list()},
+                   {"device_traces", list({list()})},
+                   {"external_annotations",
+                    list({dict({{"stage", str("START")}, {"name", str("ProfilerStep#1")}, {"device", num(0)}, {"time_us", num(100)}}),
+                          dict({{"name", str("ProfilerStep#1")}, {"stage", str("END")}, {"time_us", num(200)}, {"device", num(1)}}),
+                          dict({{"stage", str("START")}, {"name", str("x")}, {"device", num(0)}, {"time_us", num(300)}, {"extra", num(1)}}),
+                          dict({{"stage", str("START")}, {"device", num(0)}, {"time_us", num(400)}}),
+                          dict({{"stage", str("END")}, {"name", str("y")}, {"device", str("cuda")}, {"time_us", num(500)}}),
+                          shared, shared})}});
+    struct Want {
+        bool start;
+        const char* name;
+        int device;
+        int64_t time;
+    };
+    const Want want[] = {{true, "ProfilerStep#1", 0, 100}, {false, "ProfilerStep#1", 1, 200}, {true, "x", 0, 300},
+                         {false, "y", 0, 500},           {true, "ProfilerStep#2", 0, 600},  {true, "ProfilerStep#2", 0, 600}};
+    for (int protocol : {2, 4}) {
+        Snapshot s = read(snap, protocol);
+        ASSERT_EQ(s.annotations.size(), std::size(want)) << "protocol " << protocol;
+        for (size_t i = 0; i < std::size(want); ++i) {
+            const Annotation& a = s.annotations[i];
+            EXPECT_EQ(a.start, want[i].start) << i;
+            EXPECT_EQ(s.strings.view(a.name), want[i].name) << i;
+            EXPECT_EQ(a.device, want[i].device) << i;
+            EXPECT_EQ(a.timeUs, want[i].time) << i;
+        }
+        EXPECT_NE(std::find(s.warnings.begin(), s.warnings.end(), "external_annotations[3] has no stage or name; ignored"),
+                  s.warnings.end());
+    }
+}
+
 TEST(SnapshotReader, Legacy20BlocksWithHistoryAndNoAddress) {
     P f = frame("forward", "m.py", 3);
     auto legacyBlock = [&](uint64_t size, uint64_t req, const char* state, bool hist) {

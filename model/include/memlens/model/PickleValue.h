@@ -21,6 +21,7 @@ enum class Tag : uint8_t {
     Stack,  // ref = stack id
     Row,    // ref = row id
     Block,  // ref = block id (a segment's block dict)
+    Annotation,  // ref = annotation id (an external_annotations dict)
     Unset,  // an empty memo slot
 };
 

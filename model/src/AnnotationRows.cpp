@@ -1,0 +1,29 @@
+#include "AnnotationRows.h"
+
+namespace memlens::model {
+
+std::optional<uint32_t> AnnotationRows::fromItems(const Value* items, size_t n) {
+    if (n != 8) return std::nullopt;
+    const Value *stage = nullptr, *name = nullptr, *device = nullptr, *time = nullptr;
+    for (size_t i = 0; i < n; i += 2) {
+        const Value& key = items[i];
+        if (key.tag != Tag::Str) return std::nullopt;
+        const Value** slot = key.ref == k_.stage     ? &stage
+                             : key.ref == k_.name    ? &name
+                             : key.ref == k_.device  ? &device
+                             : key.ref == k_.time_us ? &time
+                                                     : nullptr;
+        if (!slot || *slot) return std::nullopt;  // another key, or a key twice
+        *slot = &items[i + 1];
+    }
+    if (stage->tag != Tag::Str || name->tag != Tag::Str || !device->isInt() || !time->isInt()) return std::nullopt;
+    Annotation a;
+    a.start = doc_.strings.view(stage->ref) == "START";
+    a.name = name->ref;
+    a.device = static_cast<int>(device->asInt());
+    a.timeUs = time->asInt();
+    rows_.push_back(a);
+    return static_cast<uint32_t>(rows_.size() - 1);
+}
+
+} // namespace memlens::model
