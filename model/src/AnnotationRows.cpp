@@ -17,13 +17,18 @@ std::optional<uint32_t> AnnotationRows::fromItems(const Value* items, size_t n) 
         *slot = &items[i + 1];
     }
     if (stage->tag != Tag::Str || name->tag != Tag::Str || !device->isInt() || !time->isInt()) return std::nullopt;
-    Annotation a;
-    a.start = doc_.strings.view(stage->ref) == "START";
-    a.name = name->ref;
-    a.device = static_cast<int>(device->asInt());
-    a.timeUs = time->asInt();
-    rows_.push_back(a);
+    rows_.push_back(make(doc_.strings, *stage, *name, device, time));
     return static_cast<uint32_t>(rows_.size() - 1);
+}
+
+Annotation AnnotationRows::make(const StringTable& strings, const Value& stage, const Value& name, const Value* device,
+                                const Value* time) {
+    Annotation a;
+    a.start = strings.view(stage.ref) == "START";
+    a.name = name.ref;
+    if (device && device->isInt()) a.device = static_cast<int>(device->asInt());
+    if (time && time->isInt()) a.timeUs = time->asInt();
+    return a;
 }
 
 } // namespace memlens::model

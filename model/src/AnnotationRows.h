@@ -19,6 +19,11 @@ namespace memlens::model {
 // reads it and says what is wrong with it.
 class AnnotationRows {
 public:
+    // The annotation of a dict's fields (stage and name: strings; device and time_us: null or
+    // absent where not given, read when integers): what the tree and this reader both make.
+    static Annotation make(const StringTable& strings, const Value& stage, const Value& name, const Value* device,
+                           const Value* time);
+
     AnnotationRows(const PickleDocument& doc, const SnapshotKeys& keys) : doc_(doc), k_(keys) {}
 
     // The annotation of a dict's keys and values (items: key, value, key, value ...); nullopt when

@@ -247,18 +247,14 @@ void SnapshotTree::readAnnotations(const Value& av) {
             return;
         }
         if (v.tag != Tag::Dict) return;
-        Annotation a;
         const Value* st = fields_.field(v.ref, k_.stage);
         const Value* nm = fields_.field(v.ref, k_.name);
         if (!st || st->tag != Tag::Str || !nm || nm->tag != Tag::Str) {
             snap_.warnings.push_back("external_annotations[" + std::to_string(i - 1) + "] has no stage or name; ignored");
             return;
         }
-        a.start = doc_.strings.view(st->ref) == "START";
-        a.name = nm->ref;
-        if (const Value* d = fields_.field(v.ref, k_.device); d && d->isInt()) a.device = static_cast<int>(d->asInt());
-        if (const Value* t = fields_.field(v.ref, k_.time_us); t && t->isInt()) a.timeUs = t->asInt();
-        snap_.annotations.push_back(a);
+        snap_.annotations.push_back(AnnotationRows::make(doc_.strings, *st, *nm, fields_.field(v.ref, k_.device),
+                                                         fields_.field(v.ref, k_.time_us)));
     });
 }
 

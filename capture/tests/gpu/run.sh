@@ -275,12 +275,12 @@ job() { # job NAME COMMAND...: in the background, its output in logs/NAME.log
   ("$@") >"$WORK/logs/$name.log" 2>&1 &
   PIDS+=($!)
 }
-rec() { # rec NAME EXPECTED_EXIT OPTIONS... -- COMMAND...
-  local name=$1 want=$2
+rec() { # rec NAME EXPECTED_EXIT OPTIONS... -- COMMAND...: records into RESULTS (REC_DIR where set)
+  local name=$1 want=$2 dir=${REC_DIR:-$RESULTS}
   shift 2
-  rm -f "$RESULTS/$name.memlens"
+  rm -f "$dir/$name.memlens"
   local t=$SECONDS
-  timeout 300 "$CLI" record -o "$RESULTS/$name.memlens" "$@"
+  timeout 300 "$CLI" record -o "$dir/$name.memlens" "$@"
   local rc=$?
   note "$name: exit status" $([[ $rc == "$want" ]] && echo 1 || echo 0) "exit $rc (expected $want), $((SECONDS - t)) s"
 }
@@ -304,13 +304,7 @@ if [[ -n $EXAMPLE ]]; then
 fi
 
 # --stack-depth 2: kept in the scratch directory (RESULTS holds 8 files at most); checked with the others in 6.
-depth() {
-  local t=$SECONDS
-  timeout 300 "$CLI" record -o "$WORK/depth.memlens" --stack-depth 2 --snapshot-every 10 --max-entries 2000 \
-    -- "$PY" "$HERE/jobs/leak.py"
-  local rc=$?
-  note "depth: exit status" $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc (expected 0), $((SECONDS - t)) s"
-}
+depth() { REC_DIR=$WORK rec depth 0 --stack-depth 2 --snapshot-every 10 --max-entries 2000 -- "$PY" "$HERE/jobs/leak.py"; }
 job depth depth
 
 # The doctor's evidence on CUDA: each example of capture/examples/mistakes and its --fixed twin,
@@ -439,7 +433,7 @@ if s:
     note("cxx: oom snapshot", any(t[1] == "oom" for t in trig),
          "C++ OOM observer %s" % s["process"]["info"].get("oom_observer"))
     summary["cxx"] = s
-json.dump(summary, open(os.path.join(results, ".sessions.json"), "w"))
+json.dump(summary, open(os.path.join(work, "sessions.json"), "w"))
 
 
 # --stack-depth 2: no stack in the exported snapshots is longer than 2 frames
@@ -493,12 +487,10 @@ if [[ -f $WORK/newer/newer.pickle ]]; then
     echo "  newer.pickle stays in $WORK/newer (RESULTS holds 8 files at most)"
   fi
 fi
-[[ -f $WORK/newer/newer.json ]] && cp "$WORK/newer/newer.json" "$RESULTS/.newer.json"
-[[ -f $WORK/scale/scale.json ]] && cp "$WORK/scale/scale.json" "$RESULTS/.scale.json"
-"$PY" - "$RESULTS" "$CHECKS" <<'EOF'
+"$PY" - "$RESULTS" "$CHECKS" "$WORK" <<'EOF'
 import json, os, sqlite3, sys
 
-results, checks = sys.argv[1:3]
+results, checks, work = sys.argv[1:4]
 # Sessions over 15 MB lose their middle snapshots (the file stays a valid session).
 for name in sorted(os.listdir(results)):
     path = os.path.join(results, name)
@@ -513,21 +505,15 @@ for name in sorted(os.listdir(results)):
             db.execute("VACUUM")
             print("  %s: dropped snapshot %d to stay under 16 MB" % (name, victim))
         db.close()
-sessions = {}
-p = os.path.join(results, ".sessions.json")
-if os.path.exists(p):
-    sessions = json.load(open(p))
-    os.remove(p)
-newer = {}
-p = os.path.join(results, ".newer.json")
-if os.path.exists(p):
-    newer = json.load(open(p))
-    os.remove(p)
-scale = {}
-p = os.path.join(results, ".scale.json")
-if os.path.exists(p):
-    scale = json.load(open(p))
-    os.remove(p)
+
+
+def report(*path):
+    """A report the steps above left in the scratch directory ({} where it did not come)."""
+    p = os.path.join(work, *path)
+    return json.load(open(p)) if os.path.exists(p) else {}
+
+
+sessions, newer, scale = report("sessions.json"), report("newer", "newer.json"), report("scale", "scale.json")
 rows = [json.loads(l) for l in open(checks) if l.strip()] + newer.get("checks", []) + scale.get("checks", [])
 files = {n: os.path.getsize(os.path.join(results, n)) for n in sorted(os.listdir(results))}
 json.dump({"passed": all(r["ok"] for r in rows), "checks": rows, "files": files, "sessions": sessions,

@@ -21,6 +21,9 @@ struct MemoSlot {
     Tag tag = Tag::Unset;
 };
 
+// Memo references kept beside a packed memo, by memo index.
+using WideMemoRefs = std::unordered_map<uint64_t, uint32_t>;
+
 // A memo slot as the machine keeps it: 4 bytes, the tag in the top 5 bits (XOR Unset, so that a
 // zeroed slot is unset) and the reference in the low 27. A reference of kWide or more (a file
 // with more than 134 million strings, nodes or rows memoised) is kept in a table beside, by memo
@@ -35,8 +38,15 @@ struct PackedMemo {
     }
     static Tag tag(uint32_t s) { return static_cast<Tag>(static_cast<uint8_t>(s >> 27) ^ static_cast<uint8_t>(Tag::Unset)); }
     static uint32_t ref(uint32_t s) { return s & kWide; }
+    // The slot at index of a packed memo, its reference looked up in wide where it is kept there.
+    static MemoSlot read(const uint32_t* memo, uint64_t index, const WideMemoRefs& wide) {
+        const uint32_t packed = memo[index];
+        MemoSlot m{ref(packed), tag(packed)};
+        if (m.ref == kWide) [[unlikely]]
+            m.ref = wide.at(index);
+        return m;
+    }
 };
-using WideMemoRefs = std::unordered_map<uint64_t, uint32_t>;
 
 // A list written as MARK, memo gets (BINGET, LONG_BINGET) and APPENDS right after the empty list
 // (`] ( h h j ... e`), seen by the machine before it runs those opcodes, with the memo they read.
@@ -64,11 +74,7 @@ public:
                 index = le;
                 pos += 5;
             }
-            if (index >= memoSize_) return false;
-            const uint32_t packed = memo_[index];
-            MemoSlot slot{PackedMemo::ref(packed), PackedMemo::tag(packed)};
-            if (slot.ref == PackedMemo::kWide) slot.ref = wide_.at(index);
-            if (!f(slot)) return false;
+            if (index >= memoSize_ || !f(PackedMemo::read(memo_, index, wide_))) return false;
         }
         return true;
     }
@@ -218,13 +224,7 @@ private:
             wideRefs_.erase(index);
         return PackedMemo::pack(v.tag, ref);
     }
-    MemoSlot slotAt(uint64_t index) const {
-        const uint32_t packed = memo_[index];
-        MemoSlot m{PackedMemo::ref(packed), PackedMemo::tag(packed)};
-        if (m.ref == PackedMemo::kWide) [[unlikely]]
-            m.ref = wideRefs_.at(index);
-        return m;
-    }
+    MemoSlot slotAt(uint64_t index) const { return PackedMemo::read(memo_.data(), index, wideRefs_); }
     Value decode(MemoSlot m) const {
         if (m.tag == Tag::Int || m.tag == Tag::UInt || m.tag == Tag::Float) return {memoNumbers_[m.ref], 0, m.tag};
         if (m.tag == Tag::Bool) return {m.ref, 0, Tag::Bool};
