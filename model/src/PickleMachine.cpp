@@ -81,11 +81,12 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     limits_.maxDepth = std::min<uint32_t>(limits_.maxDepth, 60000);  // node depths are 16-bit
     limits_.memoWideFrom = std::min(limits_.memoWideFrom, PackedMemo::kWide);
     // Address space for what a file of this size is likely to need; pages cost only when touched.
-    // The memo: a slot (4 bytes) per 8 bytes of file. torch 2.11's traces with Python stacks memoise a value
+    // The memo: a slot per 8 bytes of file. torch 2.11's traces with Python stacks memoise a value
     // every 30 bytes (each entry's dict, its 'N/A', its empty frames list); a reservation of one
     // slot per 32 bytes made the memo grow by copying itself, hundreds of MB, at the end of the
-    // read (tests/bench/README.md, "A torch 2.11 trace").
-    reserveHugePages(memo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 8 + 1024, uint64_t(1) << 28)));
+    // read (tests/bench/README.md, "A torch 2.11 trace"). Sealed blocks of such slots take 1.25
+    // bytes a slot (MemoSlots).
+    memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 8 + 1024, uint64_t(1) << 28)));
     // one per container node: as many as the document reserves (SnapshotHooks)
     reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
@@ -126,7 +127,7 @@ void PickleMachine::collapsed(uint32_t id, Value c) {
     uint32_t m = nodeMemo_[id];
     if (m == 0 || m == kShared) return;
     const MemoSlot slot = slotAt(m - 1);
-    if ((slot.tag == Tag::List || slot.tag == Tag::Dict) && slot.ref == id) memo_[m - 1] = encodeAt(m - 1, c);
+    if ((slot.tag == Tag::List || slot.tag == Tag::Dict) && slot.ref == id) memo_.set(m - 1, encodeAt(m - 1, c));
 }
 
 Value PickleMachine::store(Value v) {
@@ -151,8 +152,28 @@ Value PickleMachine::store(Value v) {
                 return c;
             }
         }
+        const auto& stored = doc_.node(v.ref);
+        if (stored.kind == Tag::List && stored.count == 0 && !stored.isCollapsed() && nodeMemo_[v.ref] != kShared) {
+            // an empty list referred to from here and at most its memo slot: the one empty list
+            // stands for it (torch 2.11 writes a new `[]` for the frames of each entry without
+            // any: millions of nodes otherwise). Changing it later is refused, as for any
+            // container changed after it was used that is kept collapsed.
+            const Value empty = emptyList();
+            collapsed(v.ref, empty);
+            doc_.recycle(v.ref);
+            return empty;
+        }
     }
     return v;
+}
+
+Value PickleMachine::emptyList() {
+    if (emptyList_ == PickleDocument::kNone) {
+        emptyList_ = makeNode(Tag::List);
+        doc_.node(emptyList_).markUsed();
+        nodeMemo_[emptyList_] = kShared;  // never recycled
+    }
+    return Value::node(Tag::List, emptyList_);
 }
 
 void PickleMachine::appendTo(Value container, size_t from, bool batch) {
@@ -161,6 +182,7 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
     Tag kind = doc_.node(id).kind;
     size_t n = stack_.size() - from;
     if (kind == Tag::Tuple) fail("cannot add items to a tuple");
+    if (id == emptyList_) fail("a container is changed after it was used (not supported)");
     if (kind == Tag::Dict && (n % 2) != 0) fail("odd number of items for a dict (corrupt file)");
     if (doc_.node(id).isCollapsed()) {
         auto& nd = doc_.node(id);
@@ -169,8 +191,8 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         std::vector<Value> items;
         hooks_->expandList(doc_, nd.collapsedValue(), items);
         nd.uncollapse();
-        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && PackedMemo::tag(memo_[m - 1]) == Tag::Stack)
-            memo_[m - 1] = encodeAt(m - 1, Value::node(Tag::List, id));  // the memo refers to the list again
+        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && PackedMemo::tag(memo_.get(m - 1)) == Tag::Stack)
+            memo_.set(m - 1, encodeAt(m - 1, Value::node(Tag::List, id)));  // the memo refers to the list again
         doc_.append(id, items.data(), items.size());
     }
     uint32_t depth = doc_.node(id).depth;
@@ -229,10 +251,11 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
         memoPushed();
     } else if (index < memo_.size()) {
         if (hooks_) hooks_->memoRewritten(index, decode(slotAt(index)));
-        memo_[index] = encodeAt(index, v);
+        memo_.set(index, encodeAt(index, v));
     } else if (index <= memo_.size() + 65536) {
-        memo_.resize(index + 1);  // zeroed slots are unset
-        memo_[index] = encodeAt(index, v);
+        memo_.grow(index);  // zeroed slots are unset
+        memo_.push_back(encodeAt(index, v));
+        memoPushed();
     } else {
         if (sparseMemo_.size() >= limits_.maxSparseMemo && !sparseMemo_.count(index))
             fail("too many memo entries with scattered indices");
@@ -241,12 +264,12 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
 }
 
 Value PickleMachine::memoGet(uint64_t index) {
-    if (index < memo_.size() && PackedMemo::tag(memo_[index]) != Tag::Unset) {
+    if (index < memo_.size() && PackedMemo::tag(memo_.read(index)) != Tag::Unset) {
         Value v = decode(slotAt(index));
         if (v.isContainer()) {
             v = resolve(v);
             if (!v.isContainer())
-                memo_[index] = encodeAt(index, v);  // later gets skip the node
+                memo_.set(index, encodeAt(index, v));  // later gets skip the node
             else
                 markShared(v);
         }
@@ -347,7 +370,7 @@ inline size_t PickleMachine::memoGetRun(const uint8_t* p, size_t avail) {
     size_t len = measureMemoGetRun(p, avail);
     if (!len) return 0;
     Value out;
-    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_.data(), memo_.size(), wideRefs_), out)) return 0;
+    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_, wideRefs_), out)) return 0;
     marks_.pop_back();
     doc_.node(id).collapse(out);
     collapsed(id, out);
@@ -434,7 +457,7 @@ memo_get: {
         p += 4;
     }
     if (idx < memo_.size()) {
-        const uint32_t packed = memo_[idx];
+        const uint32_t packed = memo_.read(idx);
         const Tag tag = PackedMemo::tag(packed);
         const uint32_t ref = PackedMemo::ref(packed);
         if ((tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide) {

@@ -1,5 +1,6 @@
 #include "memlens/model/StringTable.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace memlens::model {
@@ -8,7 +9,7 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 }
 
-StringTable::StringTable() {
+StringTable::StringTable() : recent_(kRecent) {
     views_.emplace_back();
     index_.emplace(std::string_view(), kEmpty);
 }
@@ -32,6 +33,20 @@ char* StringTable::allocate(size_t n) {
 }
 
 StringId StringTable::intern(std::string_view s) {
+    const size_t n = s.size();
+    if (n > 16) return internSlow(s);
+    uint64_t lo = 0, hi = 0;
+    std::memcpy(&lo, s.data(), std::min<size_t>(n, 8));
+    if (n > 8) std::memcpy(&hi, s.data() + 8, n - 8);
+    const uint64_t h = (lo * 0x9E3779B97F4A7C15ull) ^ (hi * 0xC2B2AE3D27D4EB4Full) ^ n;
+    Recent& r = recent_[(h ^ (h >> 29)) % kRecent];
+    if (r.size == n && r.lo == lo && r.hi == hi) return r.id;
+    const StringId id = internSlow(s);
+    r = Recent{lo, hi, static_cast<uint32_t>(n), id};
+    return id;
+}
+
+StringId StringTable::internSlow(std::string_view s) {
     auto it = index_.find(s);
     if (it != index_.end()) return it->second;
     char* p = allocate(s.size() ? s.size() : 1);

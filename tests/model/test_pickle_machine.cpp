@@ -244,3 +244,79 @@ TEST(PickleMachine, LimitsStopHostileShapes) {
     auto l = load(sparse);
     EXPECT_EQ(l->root.asInt(), 7);
 }
+
+// A memo of thousands of slots (MemoSlots seals all but the newest in compact blocks): gets of
+// every old slot, in reverse order, of a dict memoised first, and of an old slot stored over
+// (LONG_BINPUT) read what was stored there.
+TEST(PickleMachine, OldMemoSlotsReadBack) {
+    constexpr int kStrings = 5000;
+    auto le32 = [](uint32_t v) {
+        std::string b(4, '\0');
+        for (int k = 0; k < 4; ++k) b[k] = static_cast<char>(v >> (8 * k));
+        return b;
+    };
+    // PROTO 4; ] MEMOIZE (0) ( ; } MEMOIZE (1); "s0".."s4999" each memoised (2..5001);
+    // "x" LONG_BINPUT 100, POP; LONG_BINGET 5001..2; LONG_BINGET 1; LONG_BINGET 100; APPENDS STOP
+    std::string b = std::string("\x80\x04]\x94(}\x94", 7);
+    for (int i = 0; i < kStrings; ++i) {
+        std::string t = "s" + std::to_string(i);
+        b += std::string("\x8c") + static_cast<char>(t.size()) + t + "\x94";
+    }
+    b += std::string("\x8c\x01x") + "r" + le32(100) + "0";
+    for (int i = kStrings - 1; i >= 0; --i) b += "j" + le32(static_cast<uint32_t>(i + 2));
+    b += "j" + le32(1) + "j" + le32(100) + "e.";
+    for (uint32_t wideFrom : {PackedMemo::kWide, 2u}) {
+        PickleLimits limits;
+        limits.memoWideFrom = wideFrom;
+        auto l = load(b, limits);
+        auto v = items(*l, l->root);
+        ASSERT_EQ(v.size(), static_cast<size_t>(2 * kStrings + 3)) << wideFrom;
+        ASSERT_EQ(v[0].tag, Tag::Dict);
+        for (int i = 0; i < kStrings; ++i) {
+            EXPECT_EQ(s(*l, v[1 + i]), "s" + std::to_string(i)) << wideFrom;
+            // memo 100 held "s98" until "x" was put over it
+            const std::string got = s(*l, v[1 + kStrings + (kStrings - 1 - i)]);
+            EXPECT_EQ(got, i == 98 ? std::string("x") : "s" + std::to_string(i)) << wideFrom << " memo " << i + 2;
+        }
+        ASSERT_EQ(v[1 + 2 * kStrings].tag, Tag::Dict);
+        EXPECT_EQ(v[1 + 2 * kStrings].ref, v[0].ref) << "the dict, got back";
+        EXPECT_EQ(s(*l, v[2 + 2 * kStrings]), "x");
+    }
+}
+
+// Empty lists (torch 2.11 writes a new `[]` for the frames of each trace entry without any) take
+// no node each once stored: 10,000 of them, each in a list of its own, memoised, read back empty,
+// through memo gets too. A filled list is its own node still; an empty one changed after it was
+// stored is refused, as any container changed after it was used.
+TEST(PickleMachine, StoredEmptyListsShareOneNode) {
+    constexpr int kLists = 10000;
+    // PROTO 4; ] MEMOIZE (0) ( ; kLists times `] MEMOIZE ( ] MEMOIZE APPENDS` (memo 1 + 2i: the
+    // list around, 2 + 2i: the empty one); a list [1] memoised; LONG_BINGET 2, 4; APPENDS STOP
+    std::string b = std::string("\x80\x04]\x94(", 5);
+    for (int i = 0; i < kLists; ++i) b += std::string("]\x94(]\x94" "e", 6);
+    b += std::string("]\x94(K\x01" "e", 6);
+    b += std::string("j\x02\x00\x00\x00j\x04\x00\x00\x00", 10) + "e.";
+    auto l = load(b);
+    auto v = items(*l, l->root);
+    ASSERT_EQ(v.size(), static_cast<size_t>(kLists + 3));
+    for (int i = 0; i < kLists; ++i) {
+        auto around = items(*l, v[i]);
+        ASSERT_EQ(around.size(), 1u) << i;
+        ASSERT_EQ(around[0].tag, Tag::List) << i;
+        ASSERT_EQ(items(*l, around[0]).size(), 0u) << i;
+    }
+    auto filled = items(*l, v[kLists]);
+    ASSERT_EQ(filled.size(), 1u);
+    EXPECT_EQ(filled[0].asInt(), 1);
+    EXPECT_EQ(v[kLists + 1].tag, Tag::List);
+    EXPECT_EQ(items(*l, v[kLists + 1]).size(), 0u) << "memo 2, got back";
+    EXPECT_EQ(items(*l, v[kLists + 2]).size(), 0u) << "memo 4, got back";
+    // a node each for the root, the lists around and the filled one, and the one empty list:
+    // each empty list's own node was let go once it was stored, and the next list took it
+    EXPECT_LE(l->doc.nodeCount(), static_cast<size_t>(kLists + 4));
+
+    // ] MEMOIZE ( ] MEMOIZE APPENDS (the empty list stored), BINGET 1, "x" APPEND: refused
+    const std::string changed = std::string("\x80\x04]\x94(]\x94" "eh\x01\x8c\x01x" "a.", 16);
+    EXPECT_NE(std::string(refusal(changed).what()).find("changed after it was used"), std::string::npos)
+        << refusal(changed).what();
+}

@@ -3,6 +3,7 @@
 // dicts, lists, tuples, sets, strings, bytes, numbers, booleans and None. Opcodes that import
 // or call anything are refused with an error naming the opcode and its byte offset.
 #include "memlens/model/ByteReader.h"
+#include "memlens/model/MemoSlots.h"
 #include "memlens/model/PickleDocument.h"
 
 #include <atomic>
@@ -39,8 +40,8 @@ struct PackedMemo {
     static Tag tag(uint32_t s) { return static_cast<Tag>(static_cast<uint8_t>(s >> 27) ^ static_cast<uint8_t>(Tag::Unset)); }
     static uint32_t ref(uint32_t s) { return s & kWide; }
     // The slot at index of a packed memo, its reference looked up in wide where it is kept there.
-    static MemoSlot read(const uint32_t* memo, uint64_t index, const WideMemoRefs& wide) {
-        const uint32_t packed = memo[index];
+    static MemoSlot read(MemoSlots& memo, uint64_t index, const WideMemoRefs& wide) {
+        const uint32_t packed = memo.read(index);
         MemoSlot m{ref(packed), tag(packed)};
         if (m.ref == kWide) [[unlikely]]
             m.ref = wide.at(index);
@@ -52,8 +53,8 @@ struct PackedMemo {
 // (`] ( h h j ... e`), seen by the machine before it runs those opcodes, with the memo they read.
 class MemoGetRun {
 public:
-    MemoGetRun(std::span<const uint8_t> bytes, const uint32_t* memo, size_t memoSize, const WideMemoRefs& wide)
-        : bytes_(bytes), memo_(memo), memoSize_(memoSize), wide_(wide) {}
+    MemoGetRun(std::span<const uint8_t> bytes, MemoSlots& memo, const WideMemoRefs& wide)
+        : bytes_(bytes), memo_(memo), wide_(wide) {}
     // The gets and the closing APPENDS, as they are in the file.
     std::span<const uint8_t> bytes() const { return bytes_; }
     size_t gets() const { return bytes_.size() / 2; }  // at most (a get takes 2 bytes or 5)
@@ -74,15 +75,14 @@ public:
                 index = le;
                 pos += 5;
             }
-            if (index >= memoSize_ || !f(PackedMemo::read(memo_, index, wide_))) return false;
+            if (index >= memo_.size() || !f(PackedMemo::read(memo_, index, wide_))) return false;
         }
         return true;
     }
 
 private:
     std::span<const uint8_t> bytes_;
-    const uint32_t* memo_;
-    size_t memoSize_;
+    MemoSlots& memo_;  // read() (a block read may be stored anew)
     const WideMemoRefs& wide_;
 };
 
@@ -196,6 +196,8 @@ private:
         if (v.isContainer()) nodeMemo_[v.ref] = kShared;
     }
     void collapsed(uint32_t id, Value c);  // rewrites the node's memo slot to the collapsed value
+    Value emptyList();  // the node that stands for every unshared empty list once it is stored
+    uint32_t emptyList_ = PickleDocument::kNone;
     [[gnu::always_inline]] inline size_t memoGetRun(const uint8_t* p, size_t avail);  // in run(): once per list
     static size_t measureMemoGetRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
@@ -206,9 +208,17 @@ private:
     PickleLimits limits_;
     ValueStack stack_;
     std::vector<size_t> marks_;
-    // Memo slots take 4 bytes (PackedMemo); numbers (rarely memoised) keep their 64 bits in
-    // memoNumbers_, references that do not fit in 27 bits in wideRefs_.
-    uint32_t encodeAt(uint64_t index, Value v) {
+    // Memo slots are PackedMemo values (4 bytes; older ones sealed in compact blocks by
+    // MemoSlots); numbers (rarely memoised) keep their 64 bits in memoNumbers_, references that
+    // do not fit in 27 bits in wideRefs_.
+    // inline for what memoising a trace stores (a string, a container, a collapsed object)
+    [[gnu::always_inline]] uint32_t encodeAt(uint64_t index, Value v) {
+        const bool number = static_cast<unsigned>(v.tag) - static_cast<unsigned>(Tag::Bool) <= 3u;  // Bool to Float
+        if (number || v.ref >= limits_.memoWideFrom || !wideRefs_.empty()) [[unlikely]]
+            return encodeBeside(index, v);
+        return PackedMemo::pack(v.tag, v.ref);
+    }
+    [[gnu::noinline]] uint32_t encodeBeside(uint64_t index, Value v) {
         uint32_t ref;
         if (v.tag == Tag::Int || v.tag == Tag::UInt || v.tag == Tag::Float) {
             memoNumbers_.push_back(v.bits);
@@ -224,20 +234,20 @@ private:
             wideRefs_.erase(index);
         return PackedMemo::pack(v.tag, ref);
     }
-    MemoSlot slotAt(uint64_t index) const { return PackedMemo::read(memo_.data(), index, wideRefs_); }
+    MemoSlot slotAt(uint64_t index) { return PackedMemo::read(memo_, index, wideRefs_); }
     Value decode(MemoSlot m) const {
         if (m.tag == Tag::Int || m.tag == Tag::UInt || m.tag == Tag::Float) return {memoNumbers_[m.ref], 0, m.tag};
         if (m.tag == Tag::Bool) return {m.ref, 0, Tag::Bool};
         return {0, m.ref, m.tag};
     }
-    std::vector<uint32_t> memo_;  // PackedMemo
+    MemoSlots memo_;  // PackedMemo values
     WideMemoRefs wideRefs_;
-    // Where the document prefaults (a large file), the memo's pages are taken (faulted and
-    // zeroed) on its thread kMemoAhead slots before they are written: a 600 MB snapshot
-    // memoises millions of values.
-    static constexpr size_t kMemoAhead = 65536;
+    // Where the document prefaults (a large file), the pages of the memo's sealed blocks are taken
+    // (faulted and zeroed) on its thread kMemoAhead words before they are written: a 600 MB
+    // snapshot memoises millions of values.
+    static constexpr size_t kMemoAhead = 16384;
     size_t memoPrefaulted_ = 0;
-    [[gnu::always_inline]] void memoPushed() { doc_.prefaultAhead(memo_, memoPrefaulted_, kMemoAhead); }
+    [[gnu::always_inline]] void memoPushed() { doc_.prefaultAhead(memo_.words(), memoPrefaulted_, kMemoAhead); }
     // Per container node: 1 + the memo slot that refers to it, 0 for none, kShared when it may be
     // referred to from elsewhere too (a second memo slot, DUP, a memo get): only unshared
     // collapsed nodes are recycled.

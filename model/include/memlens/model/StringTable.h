@@ -31,6 +31,18 @@ public:
 
 private:
     char* allocate(size_t n);
+    StringId internSlow(std::string_view s);
+
+    // Short strings (up to 16 bytes) seen lately, by a hash of their bytes: a snapshot repeats a
+    // few of them in every trace entry ('N/A', '', the action names) as new objects, and one
+    // compare here is much less than hashing and comparing them in index_.
+    struct Recent {
+        uint64_t lo = 0, hi = 0;
+        uint32_t size = ~uint32_t(0);  // none
+        StringId id = 0;
+    };
+    static constexpr size_t kRecent = 1024;
+    std::vector<Recent> recent_;
 
     std::vector<std::unique_ptr<char[]>> chunks_;
     size_t chunkUsed_ = 0;
