@@ -24,7 +24,8 @@ public:
     static Annotation make(const StringTable& strings, const Value& stage, const Value& name, const Value* device,
                            const Value* time);
 
-    AnnotationRows(const PickleDocument& doc, const SnapshotKeys& keys) : doc_(doc), k_(keys) {}
+    // fileBytes: the file's size (or an estimate), for the room reserved up front
+    AnnotationRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes);
 
     // The annotation of a dict's keys and values (items: key, value, key, value ...); nullopt when
     // they are not one.

@@ -1,8 +1,15 @@
 #include "BlockRows.h"
 
+#include "memlens/model/HugePages.h"
+
+#include <cstdlib>
+#include <new>
+
 namespace memlens::model {
 
 BlockRows::BlockRows(const PickleDocument& doc, const SnapshotKeys& keys) : fields_(doc), k_(keys) {}
+
+void BlockRows::Free::operator()(Block* p) const { std::free(p); }
 
 std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
     const Value *size = nullptr, *requested = nullptr, *state = nullptr, *address = nullptr, *frames = nullptr;
@@ -33,7 +40,14 @@ std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
     b.address = address->bits;
     b.stack = *stack;
     if (count_ == UINT32_MAX) return std::nullopt;
-    if ((count_ & (kChunk - 1)) == 0) chunks_.push_back(std::make_unique_for_overwrite<Block[]>(kChunk));
+    if ((count_ & (kChunk - 1)) == 0) {
+        constexpr size_t kBytes = size_t(kChunk) * sizeof(Block);
+        static_assert(kBytes % (size_t(2) << 20) == 0, "a chunk is a whole number of 2 MiB pages");
+        auto* chunk = static_cast<Block*>(std::aligned_alloc(size_t(2) << 20, kBytes));
+        if (!chunk) throw std::bad_alloc();
+        if (count_ != 0) adviseHugePages(chunk, kBytes);
+        chunks_.emplace_back(chunk);
+    }
     chunks_.back()[count_ & (kChunk - 1)] = b;
     return count_++;
 }

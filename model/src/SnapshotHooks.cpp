@@ -5,7 +5,7 @@
 namespace memlens::model {
 
 SnapshotHooks::SnapshotHooks(PickleDocument& doc, const SnapshotKeys& keys, Snapshot& snap, uint64_t fileBytes)
-    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes), blocks_(doc, keys), annotations_(doc, keys) {
+    : doc_(doc), snap_(snap), frames_(snap, keys), rows_(doc, keys, fileBytes), blocks_(doc, keys), annotations_(doc, keys, fileBytes) {
     doc.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 24 + 64, uint64_t(1) << 28)),
                 static_cast<size_t>(std::min<uint64_t>(fileBytes / sizeof(Value) + 64, uint64_t(1) << 28)));
 }

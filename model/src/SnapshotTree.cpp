@@ -1,5 +1,6 @@
 #include "SnapshotTree.h"
 
+#include "memlens/model/HugePages.h"
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
@@ -239,6 +240,7 @@ void SnapshotTree::readAnnotations(const Value& av) {
         snap_.warnings.push_back("external_annotations is not a list; ignored");
         return;
     }
+    reserveHugePages(snap_.annotations, snap_.annotations.size() + doc_.node(av.ref).count);
     size_t i = 0;
     doc_.forEach(av.ref, [&](const Value& v) {
         ++i;
@@ -363,7 +365,7 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
             if (sv.tag == Tag::Dict)
                 if (const Value* bl = fields_.field(sv.ref, k_.blocks); bl && (bl->tag == Tag::List || bl->tag == Tag::Tuple))
                     count += doc_.node(bl->ref).count;
-        blocks.reserve(count);
+        reserveHugePages(blocks, count);
     }
     for (size_t i = 0; i < segItems.size(); ++i) {
         if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();
