@@ -21,7 +21,7 @@ MemoSlots::MemoSlots() : recent_(kRecent, 0) {}
 void MemoSlots::reserve(size_t slots) {
     // codes of a byte each (the common case); a file that needs more grows the vectors
     reserveHugePages(words_, slots / kBlock * kWords[Codes8] + kWords[Raw]);
-    heads_.reserve(slots / kBlock + 1);
+    reserveHugePages(heads_, slots / kBlock + 1);
 }
 
 uint32_t MemoSlots::store(const uint32_t* slots) {

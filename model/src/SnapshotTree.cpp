@@ -356,7 +356,7 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
     }
     if (options.progress) options.progress("building", 0.5);
     auto segItems = fields_.listItems(segments, root.tag == Tag::List ? "top level" : "segments", "segment dicts");
-    segTmp_.reserve(segItems.size());
+    reserveHugePages(segTmp_, segItems.size());
     const TreePath segmentsPath(root.tag == Tag::List ? "" : "segments");
     std::vector<Block> blocks;  // every segment's, in file order
     {
