@@ -1,6 +1,5 @@
 #include "memlens/model/StringTable.h"
 
-#include <algorithm>
 #include <cstring>
 
 namespace memlens::model {
@@ -35,9 +34,21 @@ char* StringTable::allocate(size_t n) {
 StringId StringTable::intern(std::string_view s) {
     const size_t n = s.size();
     if (n > 16) return internSlow(s);
+    // The string's bytes in two words with fixed-size loads (a variable-length copy is a call
+    // and a stall): with the length, the words name the string exactly, overlapping loads too.
+    const char* p = s.data();
     uint64_t lo = 0, hi = 0;
-    std::memcpy(&lo, s.data(), std::min<size_t>(n, 8));
-    if (n > 8) std::memcpy(&hi, s.data() + 8, n - 8);
+    if (n >= 8) {
+        std::memcpy(&lo, p, 8);
+        if (n > 8) std::memcpy(&hi, p + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        std::memcpy(&a, p, 4);
+        std::memcpy(&b, p + n - 4, 4);
+        lo = uint64_t(a) | uint64_t(b) << 32;
+    } else if (n > 0) {
+        lo = uint64_t(uint8_t(p[0])) | uint64_t(uint8_t(p[n / 2])) << 8 | uint64_t(uint8_t(p[n - 1])) << 16;
+    }
     const uint64_t h = (lo * 0x9E3779B97F4A7C15ull) ^ (hi * 0xC2B2AE3D27D4EB4Full) ^ n;
     Recent& r = recent_[(h ^ (h >> 29)) % kRecent];
     if (r.size == n && r.lo == lo && r.hi == hi) return r.id;

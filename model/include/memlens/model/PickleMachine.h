@@ -40,7 +40,7 @@ struct PackedMemo {
     static Tag tag(uint32_t s) { return static_cast<Tag>(static_cast<uint8_t>(s >> 27) ^ static_cast<uint8_t>(Tag::Unset)); }
     static uint32_t ref(uint32_t s) { return s & kWide; }
     // The slot at index of a packed memo, its reference looked up in wide where it is kept there.
-    static MemoSlot read(MemoSlots& memo, uint64_t index, const WideMemoRefs& wide) {
+    [[gnu::always_inline]] static MemoSlot read(MemoSlots& memo, uint64_t index, const WideMemoRefs& wide) {
         const uint32_t packed = memo.read(index);
         MemoSlot m{ref(packed), tag(packed)};
         if (m.ref == kWide) [[unlikely]]
