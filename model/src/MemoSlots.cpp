@@ -82,7 +82,7 @@ void MemoSlots::seal() {
 }
 
 void MemoSlots::setSealed(uint64_t i, uint32_t slot) {
-    uint32_t& head = heads_[i / kBlock];
+    const uint32_t head = heads_[i / kBlock];
     uint32_t* w = words_.data() + (head >> 2);
     const size_t j = i % kBlock;
     const uint32_t format = head & 3;
@@ -117,11 +117,6 @@ uint32_t MemoSlots::readAndExpand(uint64_t i) {
     expand(i / kBlock, i, slot);
     --expandLeft_;
     return slot;
-}
-
-size_t MemoSlots::memoryBytes() const {
-    return recent_.capacity() * sizeof(uint32_t) + heads_.capacity() * sizeof(uint32_t) +
-           words_.capacity() * sizeof(uint32_t);
 }
 
 MemoSlots::Formats MemoSlots::formats() const {

@@ -61,7 +61,6 @@ public:
 
     // The sealed blocks' storage, for prefaulting it ahead of its growth.
     const std::vector<uint32_t>& words() const { return words_; }
-    size_t memoryBytes() const;
 
     // How the sealed blocks are stored (for tests and benchmarks): blocks of each format.
     struct Formats {
