@@ -623,19 +623,26 @@ def disable_history(torch, api):
 
 def enable_history(torch, stacks, max_entries):
     """Turns on torch.cuda.memory._record_memory_history; returns which form was used."""
-    mem = torch.cuda.memory
-    record = mem._record_memory_history
-    if hasattr(mem, "_record_memory_history_impl"):
-        # torch >= 2.1: (enabled="all", context="all", stacks="all", max_entries, ...)
-        record(enabled="all", context=None if stacks == "none" else "all",
-               stacks="all" if stacks == "all" else "python", max_entries=max_entries)
-        return "2.1+"
     import inspect
 
+    mem = torch.cuda.memory
+    record = mem._record_memory_history
     try:
         params = inspect.signature(record).parameters
     except (TypeError, ValueError):
         params = {}
+    if hasattr(mem, "_record_memory_history_impl"):
+        # torch >= 2.1: (enabled="all", context="all", stacks="all", max_entries, ...)
+        extra = {}
+        if "global_record_annotations" in params:
+            # newer torch (2.11 has it) records record_function annotations through a callback
+            # that it adds for the enabling thread alone unless asked for every thread; removing
+            # it from another thread (a detach runs on a thread of its own) fails with torch's
+            # warning "Requested callback is not found" in the job's output
+            extra["global_record_annotations"] = True
+        record(enabled="all", context=None if stacks == "none" else "all",
+               stacks="all" if stacks == "all" else "python", max_entries=max_entries, **extra)
+        return "2.1+"
     if "trace_alloc_max_entries" in params:
         # torch 2.0: (enabled, record_context, trace_alloc_max_entries, trace_alloc_record_context,
         #             device, record_context_cpp)
