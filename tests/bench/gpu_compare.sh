@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Compares builds of memlens-cli on the GPU host (16 cores), where a real trace read slower than
+# here: host facts (CPUs, transparent huge pages), then tests/bench/compare_builds.py on one file
+# with all CPUs, two CPUs and THP disabled, and pickle.load of the same file once.
+#   tests/bench/gpu_compare.sh OUT_DIR FILE.xz|FILE|record:N ROUNDS NAME=CLI...
+# record:N records a real trace of N entries first (tests/bench/gpu_real_trace.py's training,
+# on CUDA) into /tmp/real.pickle.
+# (the shared libraries the builds need: LD_LIBRARY_PATH, e.g. the prebuilt folder's lib/)
+set -euo pipefail
+out=$1 src=$2 rounds=$3
+shift 3
+mkdir -p "$out"
+PY=${PYTHON:-python3}
+{
+  echo "host: $(nproc) CPUs, $(uname -r)"
+  for f in enabled defrag khugepaged/defrag; do
+    echo "thp $f: $(cat /sys/kernel/mm/transparent_hugepage/$f 2>/dev/null || echo '?')"
+  done
+  grep -E 'MemTotal|MemAvailable|^Cached' /proc/meminfo || true
+  file=$src
+  if [[ $src == record:* ]]; then
+    file=/tmp/real.pickle
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import gpu_real_trace as g; print("recorded", sys.argv[2], g.record(sys.argv[2], int(sys.argv[3]), 0, 150))' \
+      "$(dirname "$0")" "$file" "${src#record:}"
+  elif [[ $src == *.xz ]]; then
+    file=/tmp/$(basename "${src%.xz}")
+    "$PY" -c 'import lzma, shutil, sys, time; t = time.perf_counter(); shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"), 1 << 24); print("decompressed", sys.argv[2], "in %.1f s" % (time.perf_counter() - t))' "$src" "$file"
+  fi
+  "$PY" - "$file" <<'PY'
+import pickle, resource, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], "rb") as f:
+    pickle.load(f)
+print(f"pickle.load: {time.perf_counter() - t:.2f} s, peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
+PY
+  args=()
+  for c in "$@"; do args+=(--cli "$c"); done
+  "$PY" "$(dirname "$0")/compare_builds.py" "$file" --rounds "$rounds" --cores 2 --no-thp "${args[@]}"
+} 2>&1 | tee "$out/compare.log"
