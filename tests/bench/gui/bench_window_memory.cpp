@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
     for (const auto& [device, t] : doc->loaded().timelines)
         timelinesMb += static_cast<double>(t->liveBytes.memoryBytes() + t->reservedBytes.memoryBytes()) / 1e6;
     for (const auto& [device, l] : doc->loaded().lifetimes) lifetimesMb += static_cast<double>(l->memoryBytes()) / 1e6;
+    // the window pairs them later (StateHistories::Later): the document holds the shown device's
+    if (doc->loaded().lifetimes.empty()) lifetimesMb += static_cast<double>(doc->lifetimes().memoryBytes()) / 1e6;
     for (const auto& [device, h] : doc->histories()) historiesMb += static_cast<double>(h->memoryBytes()) / 1e6;
     const auto mb = [](long kb) { return static_cast<double>(kb) * 1024 / 1e6; };
     std::printf("%s: %.1f MB\n", QFileInfo(path).fileName().toUtf8().constData(), fileMb);
