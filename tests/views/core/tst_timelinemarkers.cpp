@@ -8,6 +8,11 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
 using namespace memlens::views;
 using namespace tracetest;
 
@@ -60,6 +65,37 @@ private slots:
         const auto loaded = load(smallTrace(), {{"START", "f", 100}, {"START", "f", 120}, {"END", "f", 130}, {"END", "f", 200}});
         const TimelineMarkers m = TimelineMarkers::compute(*loaded->snapshot, 0);
         QCOMPARE(describe(m), (QStringList{QStringLiteral("f 0-10 lane 0"), QStringLiteral("f 2-3 lane 1")}));
+    }
+
+    // Each range takes the lowest lane whose earlier ranges all ended before it begins (checked
+    // here by a scan of every lane, the rule as written): random START/END notes of five names,
+    // and thousands of ranges left open (each needs a lane of its own to the end of the trace).
+    void lanesAreTheLowestFree() {
+        std::mt19937 rng(7);
+        for (int round = 0; round < 3; ++round) {
+            std::vector<Note> notes;
+            const int open = round == 2 ? 3000 : 0;
+            for (int i = 0; i < open; ++i) notes.push_back({"START", "open " + std::to_string(i), 95 + i % 120});
+            for (int i = 0; i < 600; ++i)
+                notes.push_back({rng() % 2 ? "START" : "END", std::string(1, char('a' + rng() % 5)),
+                                 static_cast<int64_t>(95 + rng() % 121)});
+            const auto loaded = load(smallTrace(), notes);
+            const TimelineMarkers m = TimelineMarkers::compute(*loaded->snapshot, 0);
+            QVERIFY(m.ranges().size() >= size_t(open) + 100);
+            std::vector<int64_t> laneEnd;
+            for (const auto& r : m.ranges()) {
+                size_t lane = 0;
+                while (lane < laneEnd.size() && laneEnd[lane] >= r.first) ++lane;
+                if (lane == laneEnd.size()) laneEnd.push_back(0);
+                laneEnd[lane] = std::max(r.first, r.last);
+                QCOMPARE(r.lane, static_cast<int>(lane));
+            }
+            QCOMPARE(m.laneCount(), static_cast<int>(laneEnd.size()));
+            // ranges without an end all cover the last entry: a lane each
+            const auto unended = std::count_if(m.ranges().begin(), m.ranges().end(), [](const RangeMarker& r) { return !r.endSeen; });
+            QVERIFY(m.laneCount() >= unended);
+            if (open) QVERIFY(unended >= open * 9 / 10);  // those that begin after the trace are dropped
+        }
     }
 
     void withoutTimesNoRanges() {
