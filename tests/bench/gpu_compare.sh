@@ -26,13 +26,9 @@ PY=${PYTHON:-python3}
     file=/tmp/$(basename "${src%.xz}")
     "$PY" -c 'import lzma, shutil, sys, time; t = time.perf_counter(); shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"), 1 << 24); print("decompressed", sys.argv[2], "in %.1f s" % (time.perf_counter() - t))' "$src" "$file"
   fi
-  "$PY" - "$file" <<'PY'
-import pickle, resource, sys, time
-t = time.perf_counter()
-with open(sys.argv[1], "rb") as f:
-    pickle.load(f)
-print(f"pickle.load: {time.perf_counter() - t:.2f} s, peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
-PY
+  # pickle.load in a fresh interpreter, as gpu_real_trace.py times it
+  "$PY" -c 'import subprocess, sys; sys.path.insert(0, sys.argv[1]); import gpu_real_trace as g; s, rss = subprocess.run([sys.executable, "-c", g.PICKLE_LOAD, sys.argv[2]], capture_output=True, text=True, check=True).stdout.split(); print("pickle.load: %.2f s, peak %.2f GiB" % (float(s), float(rss) / 2**30))' \
+    "$(dirname "$0")" "$file"
   args=()
   for c in "$@"; do args+=(--cli "$c"); done
   "$PY" "$(dirname "$0")/compare_builds.py" "$file" --rounds "$rounds" --cores 2 --no-thp "${args[@]}"
