@@ -21,22 +21,46 @@ PackedSeries::PackedSeries(std::span<const int64_t> values) {
 
 void PackedSeries::setBlock(size_t b, const int64_t* values, size_t count) {
     const int64_t base = values[0];
-    bool narrow = true;
-    for (size_t j = 0; j < count && narrow; ++j) {
-        // the difference in 128 bits: values far apart must not wrap around into range
+    // the differences in 128 bits: values far apart must not wrap around into range
+    __int128 lo = 0, hi = 0;
+    for (size_t j = 0; j < count; ++j) {
         const __int128 d = static_cast<__int128>(values[j]) - base;
-        narrow = d >= std::numeric_limits<int32_t>::min() && d <= std::numeric_limits<int32_t>::max();
+        lo = std::min(lo, d);
+        hi = std::max(hi, d);
     }
+    const auto fits = [lo, hi](auto type) {
+        using T = decltype(type);
+        return lo >= std::numeric_limits<T>::min() && hi <= std::numeric_limits<T>::max();
+    };
+    const size_t width = lo == 0 && hi == 0 ? 0 : fits(int8_t{}) ? 1 : fits(int16_t{}) ? 2 : fits(int32_t{}) ? 4 : 8;
     m_base[b] = base;
-    int32_t* delta = m_delta.data() + b * kBlock;
-    if (narrow) {
-        for (size_t j = 0; j < count; ++j) delta[j] = static_cast<int32_t>(values[j] - base);
-        return;
+    const size_t offset = m_bytes.size();
+    m_blocks[b] = (static_cast<uint64_t>(offset) << 8) | width;
+    if (width == 0) return;
+    m_bytes.resize(offset + kBlock * width);  // a short last block is padded
+    uint8_t* out = m_bytes.data() + offset;
+    const auto put = [&](auto type) {
+        using T = decltype(type);
+        for (size_t j = 0; j < count; ++j) {
+            // modulo 2^64: exact for 8-byte differences of values more than 2^63 apart
+            const T d = static_cast<T>(static_cast<uint64_t>(values[j]) - static_cast<uint64_t>(base));
+            std::memcpy(out + j * sizeof(T), &d, sizeof(T));
+        }
+    };
+    switch (width) {
+    case 1: put(int8_t{}); break;
+    case 2: put(int16_t{}); break;
+    case 4: put(int32_t{}); break;
+    default: put(int64_t{}); break;
     }
-    std::fill(delta, delta + count, 0);
-    m_wide[b] = static_cast<uint32_t>(m_wideValues.size() / kBlock + 1);
-    m_wideValues.insert(m_wideValues.end(), values, values + count);
-    m_wideValues.resize(m_wideValues.size() + (kBlock - count), 0);
+}
+
+size_t PackedSeries::wideBlocks() const {
+    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return (b & 0xff) == 8; }));
+}
+
+size_t PackedSeries::constantBlocks() const {
+    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return (b & 0xff) == 0; }));
 }
 
 std::vector<int64_t> PackedSeries::toVector() const {
@@ -46,16 +70,18 @@ std::vector<int64_t> PackedSeries::toVector() const {
 }
 
 size_t PackedSeries::memoryBytes() const {
-    return m_base.capacity() * sizeof(int64_t) + m_delta.capacity() * sizeof(int32_t) +
-           m_wide.capacity() * sizeof(uint32_t) + m_wideValues.capacity() * sizeof(int64_t);
+    // m_bytes is reserved for 4 bytes a value (BackwardWriter): its pages beyond what is written
+    // are never touched, so they take no memory
+    return m_base.capacity() * sizeof(int64_t) + m_blocks.capacity() * sizeof(uint64_t) + m_bytes.size();
 }
 
 PackedSeries::BackwardWriter::BackwardWriter(size_t n) : m_next(n) {
     m_out.m_size = n;
     m_out.m_base.assign(blocksFor(n), 0);
-    reserveHugePages(m_out.m_delta, n);
-    m_out.m_delta.resize(n);
-    m_out.m_wide.assign(blocksFor(n), 0);
+    m_out.m_blocks.assign(blocksFor(n), 0);
+    // address space for 4 bytes a value (the live bytes' usual width); only what is written is
+    // backed by memory. More (blocks of 8-byte differences) grows it.
+    reserveHugePages(m_out.m_bytes, blocksFor(n) * kBlock * 4);
 }
 
 void PackedSeries::BackwardWriter::flush() {

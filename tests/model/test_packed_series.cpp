@@ -2,11 +2,14 @@
 // index and by scan over any range, whatever the steps between values (small ones, steps of more
 // than 2 GiB that force a block to stay whole, extremes of int64), for lengths that end inside a
 // block, on one and at zero; filled backwards (as the timeline fills it) or from a vector. And it
-// takes about half the plain vector's memory where steps are small.
+// takes about half the plain vector's memory where steps are small, a sixteenth of a byte a value
+// where the value stays the same for whole blocks (the reserved bytes between segment changes),
+// and a quarter where steps are below 128 bytes.
 #include "memlens/model/PackedSeries.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -39,7 +42,9 @@ void expectSame(const PackedSeries& p, const std::vector<int64_t>& v) {
     ASSERT_EQ(p.size(), v.size());
     for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(p[i], v[i]) << "index " << i;
     EXPECT_EQ(p.toVector(), v);
-    if (!v.empty()) EXPECT_EQ(p.back(), v.back());
+    if (!v.empty()) {
+        EXPECT_EQ(p.back(), v.back());
+    }
     // scans over ranges that start and end inside and on the edges of blocks
     std::mt19937_64 rng(v.size());
     for (int k = 0; k < 200 && !v.empty(); ++k) {
@@ -65,7 +70,9 @@ TEST(PackedSeries, SmallStepsReadBackAndTakeHalfTheMemory) {
         expectSame(p, v);
         expectSame(PackedSeries(v), v);
         EXPECT_EQ(p.wideBlocks(), 0u);
-        if (n >= 1000) EXPECT_LT(p.memoryBytes(), v.size() * sizeof(int64_t) * 55 / 100);
+        if (n >= 1000) {
+            EXPECT_LT(p.memoryBytes(), v.size() * sizeof(int64_t) * 55 / 100);
+        }
     }
 }
 
@@ -98,4 +105,45 @@ TEST(PackedSeries, ExtremesOfInt64) {
     const PackedSeries t = backwards(steady);
     expectSame(t, steady);
     EXPECT_EQ(t.wideBlocks(), 1u);
+}
+
+TEST(PackedSeries, RunsOfOneValueTakeNoBytesOfDifferences) {
+    // a reserved-bytes series: 2 MiB more at a few places, the same value in between
+    const size_t n = 100'000;
+    std::vector<int64_t> v(n);
+    int64_t x = int64_t(1) << 30;
+    std::mt19937_64 rng(11);
+    for (size_t i = 0; i < n; ++i) {
+        if (rng() % 5000 == 0) x += int64_t(2) << 20;
+        v[i] = x;
+    }
+    const PackedSeries p = backwards(v);
+    expectSame(p, v);
+    expectSame(PackedSeries(v), v);
+    size_t changing = 0;  // blocks with a change inside them (after their first value)
+    for (size_t b = 0; b * PackedSeries::kBlock < n; ++b)
+        for (size_t i = b * PackedSeries::kBlock + 1; i < std::min(n, (b + 1) * PackedSeries::kBlock); ++i)
+            if (v[i] != v[i - 1]) {
+                ++changing;
+                break;
+            }
+    const size_t blocks = (n + PackedSeries::kBlock - 1) / PackedSeries::kBlock;
+    EXPECT_GT(changing, 0u);
+    EXPECT_EQ(p.constantBlocks(), blocks - changing);
+    EXPECT_EQ(p.wideBlocks(), 0u);
+    // 16 bytes a block, and 4 bytes a value in the blocks with a change (2 MiB needs 4 bytes)
+    EXPECT_EQ(p.memoryBytes(), blocks * 16 + changing * PackedSeries::kBlock * 4);
+}
+
+TEST(PackedSeries, DifferencesTakeTheFewestBytesThatHoldThem) {
+    // one block each: differences within int8, int16, int32, and beyond
+    for (auto [span, bytes] : {std::pair<int64_t, size_t>{127, 1}, {-128, 1}, {128, 2}, {-32768, 2}, {32768, 4},
+                               {int64_t(1) << 31, 8}, {-(int64_t(1) << 31), 4}}) {
+        std::vector<int64_t> v(PackedSeries::kBlock, int64_t(5) << 40);
+        v[PackedSeries::kBlock / 2] += span;
+        const PackedSeries p = backwards(v);
+        expectSame(p, v);
+        EXPECT_EQ(p.memoryBytes(), 16 + PackedSeries::kBlock * bytes) << "difference " << span;
+        EXPECT_EQ(p.wideBlocks(), bytes == 8 ? 1u : 0u);
+    }
 }

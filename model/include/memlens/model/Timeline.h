@@ -14,7 +14,8 @@ struct DeviceTimeline {
     // reserved the sum of segments' total_size; going back, each entry's effect is undone:
     // alloc +size, free_completed -size to live; segment_alloc/segment_map +size, segment_free/
     // segment_unmap -size to reserved. These are exact; they can dip below zero only where the
-    // snapshot and its trace disagree (see clampedLive). Packed: about 4 bytes an entry each.
+    // snapshot and its trace disagree (see clampedLive). Packed (PackedSeries): about 4 bytes an
+    // entry for the live bytes, a fraction of a byte for the reserved (they change with segments only).
     PackedSeries liveBytes;
     PackedSeries reservedBytes;
     int64_t liveBefore = 0;      // before the first entry
