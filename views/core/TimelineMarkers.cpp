@@ -105,6 +105,16 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
         return x.first != y.first ? x.first < y.first : x.last > y.last;
     });
     assignLanes(out.m_ranges, out.m_lanes);
+    // the ranges lane by lane (a counting sort keeps each lane in order of first entry)
+    out.m_laneStart.assign(static_cast<size_t>(out.m_lanes) + 1, 0);
+    for (const auto& r : out.m_ranges) ++out.m_laneStart[static_cast<size_t>(r.lane) + 1];
+    for (size_t l = 1; l < out.m_laneStart.size(); ++l) out.m_laneStart[l] += out.m_laneStart[l - 1];
+    out.m_byLane.resize(out.m_ranges.size());
+    {
+        std::vector<uint32_t> next(out.m_laneStart.begin(), out.m_laneStart.end() - 1);
+        for (size_t i = 0; i < out.m_ranges.size(); ++i)
+            out.m_byLane[next[static_cast<size_t>(out.m_ranges[i].lane)]++] = static_cast<uint32_t>(i);
+    }
     for (const auto& r : out.m_ranges)
         if (r.lane == 0 && (out.m_stops.empty() || out.m_stops.back() != r.first)) out.m_stops.push_back(r.first);
     return out;

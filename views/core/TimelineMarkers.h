@@ -5,6 +5,7 @@
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@ public:
     // oom and snapshot entries, in trace order.
     const std::vector<PointMarker>& points() const { return m_points; }
     int laneCount() const { return m_lanes; }
+    // Indices into ranges() of the ranges in one lane, by first entry. They do not overlap, so
+    // both their first entries and their ends grow along it: a drawing can find the first one in
+    // view by bisection instead of looking at every range (a long trace has hundreds of thousands).
+    std::span<const uint32_t> laneRanges(int lane) const {
+        if (lane < 0 || lane >= m_lanes) return {};
+        return {m_byLane.data() + m_laneStart[static_cast<size_t>(lane)],
+                m_laneStart[static_cast<size_t>(lane) + 1] - m_laneStart[static_cast<size_t>(lane)]};
+    }
     // First entries of the top-level ranges (lane 0: iterations, not the steps inside them),
     // sorted, without repeats: where "next marker" stops.
     const std::vector<int64_t>& stops() const { return m_stops; }
@@ -42,6 +51,8 @@ private:
     std::vector<RangeMarker> m_ranges;
     std::vector<PointMarker> m_points;
     std::vector<int64_t> m_stops;
+    std::vector<uint32_t> m_laneStart;  // lanes + 1: where each lane's indices begin in m_byLane
+    std::vector<uint32_t> m_byLane;     // indices into m_ranges, lane by lane, each lane by first entry
     int m_lanes = 0;
 };
 

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
+#include <span>
 
 namespace memlens::views {
 
@@ -34,6 +37,33 @@ QString fittingLabel(const QString& name, const QFontMetrics& fm, int room) {
     if (room < fm.horizontalAdvance(QStringLiteral("Mm…"))) return {};
     return fm.elidedText(name, Qt::ElideRight, room);
 }
+
+// The pixels [from, to] of a lane already drawn, as disjoint intervals.
+class PixelCover {
+public:
+    bool covers(double from, double to) const {
+        auto it = m_spans.upper_bound(from);
+        if (it == m_spans.begin()) return false;
+        --it;
+        return it->first <= from && it->second >= to;
+    }
+    void add(double from, double to) {
+        auto it = m_spans.upper_bound(from);
+        if (it != m_spans.begin() && std::prev(it)->second >= from) {
+            --it;
+            from = it->first;
+            to = std::max(to, it->second);
+        }
+        while (it != m_spans.end() && it->first <= to) {
+            to = std::max(to, it->second);
+            it = m_spans.erase(it);
+        }
+        m_spans.emplace(from, to);
+    }
+
+private:
+    std::map<double, double> m_spans;  // from -> to
+};
 
 } // namespace
 
@@ -119,37 +149,66 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
     painter->setFont(font);
     const QFontMetrics fm(font);
     const int lanesTop = area.top() - lanes * kLaneHeight;
-    std::vector<double> laneEnd(static_cast<size_t>(lanes), -1e9);  // last pixel drawn in each lane
-    for (const RangeMarker& r : m_markers->ranges()) {
-        const double xs = m_axis->x(std::clamp<int64_t>(r.first, 0, m_axis->count() - 1));
-        const double xe = r.last + 1 >= m_axis->count() ? m_axis->endX() : m_axis->x(std::max(r.first, r.last + 1));
-        if (xe < lo || xs > hi) continue;
-        const int lane = std::min(r.lane, kMaxLanes - 1);
-        double p0 = std::max<double>(x->coordToPixel(xs), area.left());
-        double p1 = std::min<double>(x->coordToPixel(xe), area.right());
-        if (p1 - p0 < 1) p1 = p0 + 1;
-        // ranges narrower than a pixel that fall on pixels already drawn add nothing: skip them
-        double& drawnTo = laneEnd[static_cast<size_t>(lane)];
-        if (p1 <= drawnTo + 1 && p1 - p0 < 2) continue;
-        drawnTo = std::max(drawnTo, p1);
-        const QRectF box(p0, lanesTop + lane * kLaneHeight + 1, p1 - p0, kLaneHeight - 2);
-        const QColor c = laneColor(r.name);
-        painter->setPen(p1 - p0 >= 4 ? QPen(c.darker(140), 1) : Qt::NoPen);
-        painter->setBrush(c);
-        painter->drawRect(box);
-        if (lane == 0 && p1 - p0 >= 24) {  // faint boundary of the outermost ranges across the plot
-            painter->setPen(QPen(QColor(0, 0, 0, 28), 1, Qt::DotLine));
-            painter->drawLine(QPointF(std::round(p0), area.top()), QPointF(std::round(p0), area.bottom()));
-        }
-        const int room = static_cast<int>(box.width()) - 6;
-        if (room < 10) continue;  // no label fits: skip the text work
-        int& width = m_nameWidths[static_cast<size_t>(&r - m_markers->ranges().data())];
-        const QString name = QString::fromStdString(r.name);
-        if (width < 0) width = fm.horizontalAdvance(name);
-        const QString label = width <= room ? name : fittingLabel(name, fm, room);
-        if (!label.isEmpty()) {
-            painter->setPen(QColor(0x1e, 0x1e, 0x1e));
-            painter->drawText(box.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+    const std::vector<RangeMarker>& ranges = m_markers->ranges();
+    const int64_t count = m_axis->count();
+    // where a range ends on the axis: its last entry holds until the next one's x
+    const auto endX = [&](uint32_t i) {
+        const RangeMarker& r = ranges[i];
+        return r.last + 1 >= count ? m_axis->endX() : m_axis->x(std::max(r.first, r.last + 1));
+    };
+    // The lanes past the last drawn one share it: what they would draw over pixels already
+    // covered there adds nothing (a trace cut inside many steps leaves a range open to the end
+    // in each of thousands of lanes).
+    PixelCover overflow;
+    // Each lane's ranges do not overlap, so their ends grow along it: the first in view is found by
+    // bisection, and past a range that ends on a pixel already drawn, so is the next that ends
+    // beyond it. A redraw costs the pixels drawn, not the ranges (hundreds of thousands in a long
+    // trace annotated at every step).
+    for (int laneIndex = 0; laneIndex < m_markers->laneCount(); ++laneIndex) {
+        const int lane = std::min(laneIndex, kMaxLanes - 1);
+        const bool shared = laneIndex >= kMaxLanes - 1 && m_markers->laneCount() > kMaxLanes;
+        const std::span<const uint32_t> inLane = m_markers->laneRanges(laneIndex);
+        auto it = std::partition_point(inLane.begin(), inLane.end(), [&](uint32_t i) { return endX(i) < lo; });
+        double drawnTo = -1e9;  // last pixel drawn in this lane
+        while (it != inLane.end()) {
+            const uint32_t index = *it;
+            const RangeMarker& r = ranges[index];
+            const double xs = m_axis->x(std::clamp<int64_t>(r.first, 0, count - 1));
+            if (xs > hi) break;  // and so do the rest of the lane
+            double p0 = std::max<double>(x->coordToPixel(xs), area.left());
+            double p1 = std::min<double>(x->coordToPixel(endX(index)), area.right());
+            if (p1 - p0 < 1) p1 = p0 + 1;
+            if (p1 <= drawnTo + 1 && p1 - p0 < 2) {
+                // narrower than a pixel, on pixels already drawn: so are the ranges after it that
+                // end before the next pixel
+                const double past = x->pixelToCoord(drawnTo + 1);
+                it = std::partition_point(it + 1, inLane.end(), [&](uint32_t i) { return endX(i) < past; });
+                continue;
+            }
+            ++it;
+            const bool covered = shared && overflow.covers(p0, p1);
+            drawnTo = std::max(drawnTo, p1);  // drawn here, or by another lane that shares it
+            if (covered) continue;
+            if (shared) overflow.add(p0, p1);
+            const QRectF box(p0, lanesTop + lane * kLaneHeight + 1, p1 - p0, kLaneHeight - 2);
+            const QColor c = laneColor(r.name);
+            painter->setPen(p1 - p0 >= 4 ? QPen(c.darker(140), 1) : Qt::NoPen);
+            painter->setBrush(c);
+            painter->drawRect(box);
+            if (lane == 0 && p1 - p0 >= 24) {  // faint boundary of the outermost ranges across the plot
+                painter->setPen(QPen(QColor(0, 0, 0, 28), 1, Qt::DotLine));
+                painter->drawLine(QPointF(std::round(p0), area.top()), QPointF(std::round(p0), area.bottom()));
+            }
+            const int room = static_cast<int>(box.width()) - 6;
+            if (room < 10) continue;  // no label fits: skip the text work
+            int& width = m_nameWidths[index];
+            const QString name = QString::fromStdString(r.name);
+            if (width < 0) width = fm.horizontalAdvance(name);
+            const QString label = width <= room ? name : fittingLabel(name, fm, room);
+            if (!label.isEmpty()) {
+                painter->setPen(QColor(0x1e, 0x1e, 0x1e));
+                painter->drawText(box.adjusted(3, 0, -3, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+            }
         }
     }
 }
@@ -157,27 +216,64 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
 void TimelineOverlayItem::drawPoints(QCPPainter* painter, const QRect& area, QCPAxis* x) {
     const double lo = x->range().lower, hi = x->range().upper;
     const QFontMetrics fm(painter->font());
+    const QString labels[2] = {QStringLiteral("snapshot"), QStringLiteral("OOM")};
+    const int labelWidths[2] = {fm.horizontalAdvance(labels[0]) + 8, fm.horizontalAdvance(labels[1]) + 8};
+    const QColor colors[2] = {QColor(0x1f, 0x5f, 0xa8), QColor(0xd6, 0x27, 0x28)};
+    // Per kind, the pixel columns [from, to] of the lines not drawn yet: lines closer than
+    // kPointGap columns (a trace can hold thousands of snapshot entries) are drawn as one shaded
+    // span, so a redraw draws at most a line every kPointGap columns.
+    constexpr double kPointGap = 4;
+    struct Run {
+        double from = 0, to = -1e9;
+        bool open = false;
+    } runs[2];
+    const auto flush = [&](int kind) {
+        Run& r = runs[kind];
+        if (!r.open) return;
+        r.open = false;
+        if (r.from == r.to) {
+            painter->setPen(QPen(colors[kind], kind ? 2 : 1, kind ? Qt::SolidLine : Qt::DashLine));
+            painter->drawLine(QPointF(r.from, area.top()), QPointF(r.from, area.bottom()));
+            return;
+        }
+        QColor shade = colors[kind];
+        shade.setAlpha(70);
+        painter->setPen(Qt::NoPen);
+        painter->setBrush(shade);
+        painter->drawRect(QRectF(QPointF(r.from, area.top()), QPointF(r.to + 1, area.bottom() + 1)));
+    };
+    std::vector<std::pair<QRectF, int>> labelBoxes;  // drawn over the lines, once they are all drawn
     double lastLabelRight = -1e9;
-    for (const PointMarker& p : m_markers->points()) {
-        const double xv = m_axis->x(p.entry);
-        if (xv < lo || xv > hi) continue;
-        const bool oom = p.action == model::Action::Oom;
-        const QColor c = oom ? QColor(0xd6, 0x27, 0x28) : QColor(0x1f, 0x5f, 0xa8);
+    // in trace order, so their x never decreases: the first in view by bisection
+    const std::vector<PointMarker>& points = m_markers->points();
+    auto it = std::partition_point(points.begin(), points.end(), [&](const PointMarker& p) { return m_axis->x(p.entry) < lo; });
+    for (; it != points.end(); ++it) {
+        const double xv = m_axis->x(it->entry);
+        if (xv > hi) break;
+        const int kind = it->action == model::Action::Oom ? 1 : 0;
         const double px = std::round(x->coordToPixel(xv));
-        painter->setPen(QPen(c, oom ? 2 : 1, oom ? Qt::SolidLine : Qt::DashLine));
-        painter->drawLine(QPointF(px, area.top()), QPointF(px, area.bottom()));
-        const QString label = oom ? QStringLiteral("OOM") : QStringLiteral("snapshot");
-        const int tw = fm.horizontalAdvance(label) + 8;
+        Run& r = runs[kind];
+        if (r.open && px <= r.to + kPointGap) {
+            r.to = std::max(r.to, px);
+            continue;
+        }
+        flush(kind);
+        r = {px, px, true};
+        const int tw = labelWidths[kind];
         double left = px + 3;
         if (left + tw > area.right()) left = px - 3 - tw;
         if (left < lastLabelRight + 2) continue;  // no overlapping labels
-        const QRectF box(left, area.top() + 3, tw, fm.height() + 2);
+        labelBoxes.emplace_back(QRectF(left, area.top() + 3, tw, fm.height() + 2), kind);
+        lastLabelRight = left + tw;
+    }
+    flush(0);
+    flush(1);
+    for (const auto& [box, kind] : labelBoxes) {
         painter->setPen(Qt::NoPen);
-        painter->setBrush(c);
+        painter->setBrush(colors[kind]);
         painter->drawRect(box);
         painter->setPen(Qt::white);
-        painter->drawText(box, Qt::AlignCenter, label);
-        lastLabelRight = box.right();
+        painter->drawText(box, Qt::AlignCenter, labels[kind]);
     }
 }
 

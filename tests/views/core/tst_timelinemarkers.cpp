@@ -95,6 +95,26 @@ private slots:
             const auto unended = std::count_if(m.ranges().begin(), m.ranges().end(), [](const RangeMarker& r) { return !r.endSeen; });
             QVERIFY(m.laneCount() >= unended);
             if (open) QVERIFY(unended >= open * 9 / 10);  // those that begin after the trace are dropped
+            // laneRanges: every range once, in its own lane, by first entry, none overlapping the
+            // one before it (what the drawing's bisection relies on)
+            std::vector<int> seen(m.ranges().size(), 0);
+            for (int lane = 0; lane < m.laneCount(); ++lane) {
+                const auto in = m.laneRanges(lane);
+                QVERIFY(!in.empty());  // a lane exists because a range was put in it
+                for (size_t k = 0; k < in.size(); ++k) {
+                    const RangeMarker& r = m.ranges()[in[k]];
+                    QCOMPARE(r.lane, lane);
+                    ++seen[in[k]];
+                    if (k > 0) {
+                        const RangeMarker& before = m.ranges()[in[k - 1]];
+                        QVERIFY(in[k - 1] < in[k]);
+                        QVERIFY(std::max(before.first, before.last) < r.first);
+                    }
+                }
+            }
+            QVERIFY(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+            QVERIFY(m.laneRanges(-1).empty());
+            QVERIFY(m.laneRanges(m.laneCount()).empty());
         }
     }
 

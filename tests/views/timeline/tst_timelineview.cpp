@@ -5,6 +5,7 @@
 #include "QtTestMain.h"
 
 #include "core/TimelineBands.h"
+#include "timeline/TimelineOverlayItem.h"
 #include "timeline/TimelineView.h"
 #include "timeline/QCustomPlotInclude.h"
 
@@ -299,6 +300,55 @@ private slots:
         QVERIFY(v.noticeText().isEmpty());
     }
 
+
+    // The marks over the plot on a trace with more of them than pixels: snapshot entries closer
+    // than a few pixels are one shaded span (no column of it left out), and an annotation range
+    // that begins before the shown range is still drawn across it, and nothing where no range is.
+    void denseMarksAndRangesBeyondTheView() {
+        std::vector<Entry> entries{{"segment_alloc", kBase, kSegment, 1000}};
+        const int n = 2000;
+        for (int i = 1; i < n; ++i) {
+            const int64_t t = 1000 + 10 * i;
+            if (i >= 200 && i < 800 && i % 3 == 0) entries.push_back({"snapshot", 0, 0, t});
+            else if (i % 2) entries.push_back({"alloc", slot(0), 64 * KiB, t, "weights"});
+            else entries.push_back({"free_completed", slot(0), 64 * KiB, t, "weights"});
+        }
+        // one range over entries 100 to 1900, lane 0
+        const auto timeOf = [](int i) { return int64_t(1000 + 10 * i); };
+        auto doc = document(entries, {{"START", "epoch", timeOf(100)}, {"END", "epoch", timeOf(1900)}});
+        TimelineView view;
+        view.resize(900, 420);
+        view.setDocument(doc.get());
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCustomPlot* plot = view.plot();
+        const auto image = [&] {
+            view.redraw();
+            return plot->toPixmap(plot->width(), plot->height()).toImage();
+        };
+        const int midY = (plot->axisRect()->rect().top() + plot->axisRect()->rect().bottom()) / 2;
+        const auto blueness = [](QRgb c) { return qBlue(c) - qRed(c); };
+
+        view.fit();
+        QImage img = image();
+        const int from = static_cast<int>(plot->xAxis->coordToPixel(201)) + 1;
+        const int to = static_cast<int>(plot->xAxis->coordToPixel(798)) - 1;
+        QVERIFY(to - from > 100);  // 200 snapshot entries on fewer pixels
+        const int outside = blueness(img.pixel(static_cast<int>(plot->xAxis->coordToPixel(1400)), midY));
+        for (int x = from; x <= to; ++x)
+            QVERIFY2(blueness(img.pixel(x, midY)) > outside + 10,
+                     qPrintable(QStringLiteral("column %1 (%2 to %3) is not shaded").arg(x).arg(from).arg(to)));
+
+        // the lane above the plot, in the middle of the shown range
+        const int laneY = plot->axisRect()->rect().top() - TimelineOverlayItem::kLaneHeight / 2 - 1;
+        const int midX = (plot->axisRect()->rect().left() + plot->axisRect()->rect().right()) / 2;
+        view.setXRange(1930, 1990);  // after the range: nothing in the lane
+        const QRgb empty = image().pixel(midX, laneY);
+        view.setXRange(900, 1100);  // inside it, far from where it begins
+        const QRgb inside = image().pixel(midX, laneY);
+        QVERIFY2(inside != empty, qPrintable(QStringLiteral("lane pixel %1 inside the range, %2 outside")
+                                                .arg(inside, 8, 16).arg(empty, 8, 16)));
+    }
 };
 
 MEMLENS_GUI_TEST_MAIN(TestTimelineView)
