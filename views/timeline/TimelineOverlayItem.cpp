@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <span>
 
@@ -41,11 +42,12 @@ QString fittingLabel(const QString& name, const QFontMetrics& fm, int room) {
 // The pixels [from, to] of a lane already drawn, as disjoint intervals.
 class PixelCover {
 public:
-    bool covers(double from, double to) const {
-        auto it = m_spans.upper_bound(from);
-        if (it == m_spans.begin()) return false;
+    // The last pixel of the drawn span that holds pixel at; -inf where none does.
+    double coveredTo(double at) const {
+        auto it = m_spans.upper_bound(at);
+        if (it == m_spans.begin()) return -std::numeric_limits<double>::infinity();
         --it;
-        return it->first <= from && it->second >= to;
+        return it->second >= at ? it->second : -std::numeric_limits<double>::infinity();
     }
     void add(double from, double to) {
         auto it = m_spans.upper_bound(from);
@@ -156,9 +158,9 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
         const RangeMarker& r = ranges[i];
         return r.last + 1 >= count ? m_axis->endX() : m_axis->x(std::max(r.first, r.last + 1));
     };
-    // The lanes past the last drawn one share it: what they would draw over pixels already
-    // covered there adds nothing (a trace cut inside many steps leaves a range open to the end
-    // in each of thousands of lanes).
+    // The last row drawn is shared by its lane and every lane after it: what they would draw over
+    // pixels already covered there adds nothing (a trace cut inside many steps leaves a range open
+    // to the end in each of thousands of lanes).
     PixelCover overflow;
     // Each lane's ranges do not overlap, so their ends grow along it: the first in view is found by
     // bisection, and past a range that ends on a pixel already drawn, so is the next that ends
@@ -185,11 +187,19 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
                 it = std::partition_point(it + 1, inLane.end(), [&](uint32_t i) { return endX(i) < past; });
                 continue;
             }
+            if (shared) {
+                if (const double coveredTo = overflow.coveredTo(p0); coveredTo >= p1) {
+                    // drawn by another lane that shares this one: so are the ranges after it in
+                    // this lane that end on that span (they begin where this one ends, or later)
+                    drawnTo = std::max(drawnTo, coveredTo);
+                    const double past = x->pixelToCoord(coveredTo);
+                    it = std::partition_point(it + 1, inLane.end(), [&](uint32_t i) { return endX(i) <= past; });
+                    continue;
+                }
+                overflow.add(p0, p1);
+            }
             ++it;
-            const bool covered = shared && overflow.covers(p0, p1);
-            drawnTo = std::max(drawnTo, p1);  // drawn here, or by another lane that shares it
-            if (covered) continue;
-            if (shared) overflow.add(p0, p1);
+            drawnTo = std::max(drawnTo, p1);
             const QRectF box(p0, lanesTop + lane * kLaneHeight + 1, p1 - p0, kLaneHeight - 2);
             const QColor c = laneColor(r.name);
             painter->setPen(p1 - p0 >= 4 ? QPen(c.darker(140), 1) : Qt::NoPen);
