@@ -333,6 +333,7 @@ DeviceState snapshotState(const DeviceData& data, int device, const std::vector<
     DeviceState st;
     st.device = device;
     st.at = at;
+    st.segments.reserve(data.segments.size());
     for (const Segment& s : data.segments) {
         StateSegment seg;
         seg.address = s.address;
@@ -341,6 +342,7 @@ DeviceState snapshotState(const DeviceData& data, int device, const std::vector<
         seg.isExpandable = s.isExpandable;
         seg.isLarge = s.isLarge;
         seg.pool = s.pool();
+        seg.blocks.reserve(s.blockCount);  // grown by doubling, they held up to twice what they need
         for (uint32_t i = s.firstBlock; i < s.firstBlock + s.blockCount; ++i) {
             const Block& blk = data.blocks[i];
             StateBlock b;

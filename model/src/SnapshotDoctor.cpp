@@ -33,16 +33,13 @@ struct Context {
     const TraceColumns& trace;
     IterationSplit split;
     std::vector<StackRole> roles;
-    PackedSeries live;               // requested bytes live right after each entry
     std::vector<uint64_t> peaks;     // per iteration (all, complete or not)
     std::vector<uint64_t> baselines; // live right before each iteration's first entry
+    std::vector<int64_t> ends;       // live right after each iteration's last entry
     uint64_t peak = 0;               // over the whole trace
     const std::atomic<bool>* cancel = nullptr;
     int64_t liveBefore = 0;          // requested bytes live before the first entry
 
-    // live right after entry e; before the first for e < 0 (an iteration of a truncated trace can
-    // end before the entries it kept)
-    int64_t liveAfter(int64_t e) const { return e < 0 ? liveBefore : live[static_cast<size_t>(e)]; }
     size_t complete() const { return split.complete(); }
     void checkCancel() const {
         if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
@@ -78,17 +75,22 @@ void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
         if (t.action[i] == Action::Alloc) cur -= static_cast<int64_t>(t.size[i]);
         else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) cur += static_cast<int64_t>(t.size[i]);
     }
-    c.live = live.take();
+    const PackedSeries series = live.take();
     c.liveBefore = cur;
+    // live right after entry e; before the first for e < 0 (an iteration of a truncated trace can
+    // end before the entries it kept)
+    const auto liveAfter = [&](int64_t e) { return e < 0 ? c.liveBefore : series[static_cast<size_t>(e)]; };
     for (const Iteration& it : c.split.iterations) {
         int64_t p = 0;
         if (it.lastEntry >= 0)
-            c.live.scan(static_cast<size_t>(std::max<int64_t>(it.firstEntry, 0)), static_cast<size_t>(it.lastEntry) + 1,
+            series.scan(static_cast<size_t>(std::max<int64_t>(it.firstEntry, 0)), static_cast<size_t>(it.lastEntry) + 1,
                         [&p](size_t, int64_t v) { p = std::max(p, v); });
         c.peaks.push_back(static_cast<uint64_t>(std::max<int64_t>(p, 0)));
-        const int64_t before = it.firstEntry > 0 ? c.live[static_cast<size_t>(it.firstEntry - 1)] : c.liveAfter(it.firstEntry);
+        const int64_t before = liveAfter(it.firstEntry > 0 ? it.firstEntry - 1 : it.firstEntry);
         c.baselines.push_back(static_cast<uint64_t>(std::max<int64_t>(before, 0)));
+        c.ends.push_back(liveAfter(it.lastEntry));
     }
+    // the series (4 bytes an entry) is gone before the rules run: what they keep adds to this
 }
 
 // The frame the stacks share that is nearest to the allocations (their common callers, outermost
@@ -395,14 +397,12 @@ void summarise(Context& c, const DeviceState& final, double leakPerIteration, Do
     s.nvidiaSmi = smi.str();
 
     const size_t complete = c.complete();
-    const auto& its = c.split.iterations;
     if (complete >= 1) {
         s.firstIterationPeak = c.peaks[0];
         if (!s.endPeak) s.endPeak = *std::max_element(c.peaks.begin(), c.peaks.end());
         // live bytes at the end of each complete iteration, from the first to the last
         if (complete >= 3)
-            s.growthPerIteration = (static_cast<double>(c.liveAfter(its[complete - 1].lastEntry)) -
-                                    static_cast<double>(c.liveAfter(its[0].lastEntry))) /
+            s.growthPerIteration = (static_cast<double>(c.ends[complete - 1]) - static_cast<double>(c.ends[0])) /
                                    static_cast<double>(complete - 1);
         std::ostringstream bs;
         const double growth = s.growthPerIteration.value_or(0.0);

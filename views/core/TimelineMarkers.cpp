@@ -78,7 +78,7 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
             continue;
         }
         RangeMarker r;
-        r.name = std::string(snapshot.str(a->name));
+        r.name = snapshot.str(a->name);
         auto& stack = openStarts[a->name];
         if (stack.empty()) {
             r.first = 0;
@@ -93,7 +93,7 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
     for (auto& [name, stack] : openStarts)
         for (int64_t us : stack) {
             RangeMarker r;
-            r.name = std::string(snapshot.str(name));
+            r.name = snapshot.str(name);
             r.first = firstAtOrAfter(us);
             r.last = n - 1;
             r.endSeen = false;
@@ -104,6 +104,7 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
     std::stable_sort(out.m_ranges.begin(), out.m_ranges.end(), [](const RangeMarker& x, const RangeMarker& y) {
         return x.first != y.first ? x.first < y.first : x.last > y.last;
     });
+    out.m_ranges.shrink_to_fit();  // grown by doubling: up to half of it unused
     assignLanes(out.m_ranges, out.m_lanes);
     // the ranges lane by lane (a counting sort keeps each lane in order of first entry)
     out.m_laneStart.assign(static_cast<size_t>(out.m_lanes) + 1, 0);

@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memlens::views {
 
 struct RangeMarker {
-    std::string name;
+    // the annotation's name, in the snapshot's strings (they stay where they are while the
+    // snapshot lives; a long trace has hundreds of thousands of ranges)
+    std::string_view name;
     int64_t first = 0;  // first entry at or after START
     int64_t last = -1;  // last entry at or before END (last < first: no entry inside)
     bool startSeen = true;  // false: an END without START, clamped to the start of the trace

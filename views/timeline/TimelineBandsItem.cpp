@@ -36,15 +36,15 @@ TimelineBandsItem::TimelineBandsItem(QCustomPlot* plot) : QCPAbstractItem(plot) 
 
 void TimelineBandsItem::setLayout(const TimelineLayout* layout, const AllocationLifetimes* lifetimes) {
     m_layout = layout;
-    if (lifetimes != m_lifetimes || !lifetimes || m_colors.size() != lifetimes->size())
-        m_colors.assign(lifetimes ? lifetimes->size() : 0, 0);
+    if (lifetimes != m_lifetimes || !lifetimes || lifetimes->size() != m_lifetimeCount) m_colors.clear();
     m_lifetimes = lifetimes;
+    m_lifetimeCount = lifetimes ? lifetimes->size() : 0;
 }
 
 void TimelineBandsItem::setCategoryRoles(const std::vector<model::StackRole>* roles) {
     if (roles == m_roles) return;
     m_roles = roles;
-    std::fill(m_colors.begin(), m_colors.end(), 0);
+    m_colors.clear();
 }
 
 QColor TimelineBandsItem::categoryColor(model::MemoryCategory c) {
@@ -62,12 +62,14 @@ QColor TimelineBandsItem::categoryColor(model::MemoryCategory c) {
 void TimelineBandsItem::setHighlightedStack(model::StackId stack) {
     if (stack == m_highlightStack) return;
     m_highlightStack = stack;
-    std::fill(m_colors.begin(), m_colors.end(), 0);
+    m_colors.clear();
 }
 
 QRgb TimelineBandsItem::colorOf(uint32_t lifetime) {
-    QRgb& c = m_colors[lifetime];
-    if (c == 0) {
+    if (m_colors.size() > 65536) m_colors.clear();  // many ranges viewed one after the other: start afresh
+    auto [it, added] = m_colors.try_emplace(lifetime, 0);
+    QRgb& c = it->second;
+    if (added) {
         const model::StackId stack = (*m_lifetimes)[lifetime].stack;
         if (m_roles) {
             const model::StackRole role = stack < m_roles->size() ? (*m_roles)[stack] : model::StackRole::Unknown;

@@ -13,11 +13,11 @@ namespace memlens::views {
 
 namespace {
 
-QColor laneColor(const std::string& name) {
+QColor laneColor(std::string_view name) {
     // ranges of one name share a colour; the number in "iteration 12" does not count
-    std::string key = name;
-    while (!key.empty() && (std::isdigit(static_cast<unsigned char>(key.back())) || key.back() == ' ')) key.pop_back();
-    const size_t h = std::hash<std::string>{}(key);
+    std::string_view key = name;
+    while (!key.empty() && (std::isdigit(static_cast<unsigned char>(key.back())) || key.back() == ' ')) key.remove_suffix(1);
+    const size_t h = std::hash<std::string_view>{}(key);
     static const QColor kColors[] = {QColor(0x8d, 0xa9, 0xc4), QColor(0xb5, 0xc9, 0x9a), QColor(0xe0, 0xb8, 0x8a),
                                      QColor(0xc3, 0xa6, 0xc9), QColor(0x9f, 0xc5, 0xc0), QColor(0xd9, 0xa5, 0xa5)};
     return kColors[h % std::size(kColors)];
@@ -212,7 +212,7 @@ void TimelineOverlayItem::drawLanes(QCPPainter* painter, const QRect& area, QCPA
             const int room = static_cast<int>(box.width()) - 6;
             if (room < 10) continue;  // no label fits: skip the text work
             int& width = m_nameWidths[index];
-            const QString name = QString::fromStdString(r.name);
+            const QString name = QString::fromUtf8(r.name.data(), static_cast<qsizetype>(r.name.size()));
             if (width < 0) width = fm.horizontalAdvance(name);
             const QString label = width <= room ? name : fittingLabel(name, fm, room);
             if (!label.isEmpty()) {

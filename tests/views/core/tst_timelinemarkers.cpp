@@ -23,7 +23,7 @@ class TestTimelineMarkers : public QObject {
         QStringList out;
         for (const auto& r : m.ranges())
             out << QStringLiteral("%1 %2-%3 lane %4%5%6")
-                       .arg(QString::fromStdString(r.name))
+                       .arg(QString::fromUtf8(r.name.data(), static_cast<qsizetype>(r.name.size())))
                        .arg(r.first)
                        .arg(r.last)
                        .arg(r.lane)
