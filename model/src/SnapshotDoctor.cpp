@@ -38,7 +38,6 @@ struct Context {
     std::vector<int64_t> ends;       // live right after each iteration's last entry
     uint64_t peak = 0;               // over the whole trace
     const std::atomic<bool>* cancel = nullptr;
-    int64_t liveBefore = 0;          // requested bytes live before the first entry
 
     size_t complete() const { return split.complete(); }
     void checkCancel() const {
@@ -76,10 +75,10 @@ void computeLiveSeries(Context& c, uint64_t liveAtEnd) {
         else if (t.action[i] == Action::FreeRequested || t.action[i] == Action::Free) cur += static_cast<int64_t>(t.size[i]);
     }
     const PackedSeries series = live.take();
-    c.liveBefore = cur;
+    const int64_t liveBefore = cur;  // requested bytes live before the first entry
     // live right after entry e; before the first for e < 0 (an iteration of a truncated trace can
     // end before the entries it kept)
-    const auto liveAfter = [&](int64_t e) { return e < 0 ? c.liveBefore : series[static_cast<size_t>(e)]; };
+    const auto liveAfter = [&](int64_t e) { return e < 0 ? liveBefore : series[static_cast<size_t>(e)]; };
     for (const Iteration& it : c.split.iterations) {
         int64_t p = 0;
         if (it.lastEntry >= 0)
