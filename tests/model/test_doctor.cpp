@@ -156,6 +156,41 @@ TEST(Doctor, AGraphKeptEveryIterationIsGraphKept) {
     }
 }
 
+// The summary's figures from the loop's own sizes: the forward pass peaks with the parameters,
+// the batch, every layer's activation, this iteration's kept output and the loss (plus, after
+// the first step, the optimizer's state and the outputs kept before); one output is kept a step.
+// 150 layers make an iteration about 1,000 entries long, so that its peak lies well inside it.
+TEST(Doctor, TheSummarysPeaksAndGrowthAreTheLoopsOwnSizes) {
+    for (bool annotate : {true, false}) {
+        Job job;
+        job.annotate = annotate;
+        job.layers = 150;
+        job.keptLogits = 1 * MiB;
+        const DoctorReport r = diagnoseSnapshot(snapshotOf(job));
+        ASSERT_EQ(r.iterations.complete(), static_cast<size_t>(job.iterations)) << annotate;
+        const uint64_t params = job.parameters * job.parameter;
+        const uint64_t forward = job.batch + job.layers * job.activation + job.keptLogits + 512;
+        const uint64_t state = 2 * job.parameters * job.parameter;
+        ASSERT_TRUE(r.summary.firstIterationPeak) << annotate;
+        EXPECT_EQ(*r.summary.firstIterationPeak, params + forward) << annotate;
+        ASSERT_TRUE(r.summary.endPeak) << annotate;
+        EXPECT_EQ(*r.summary.endPeak, params + state + (job.iterations - 1) * job.keptLogits + forward) << annotate;
+        ASSERT_TRUE(r.summary.growthPerIteration) << annotate;
+        EXPECT_DOUBLE_EQ(*r.summary.growthPerIteration, static_cast<double>(job.keptLogits)) << annotate;
+        // the same from the final state the window's document keeps
+        const Snapshot s = snapshotOf(job);
+        const DeviceState final = finalDeviceState(s, 0);
+        DoctorOptions options;
+        options.finalState = &final;
+        const DoctorReport again = diagnoseSnapshot(s, options);
+        EXPECT_EQ(again.summary.firstIterationPeak, r.summary.firstIterationPeak) << annotate;
+        EXPECT_EQ(again.summary.endPeak, r.summary.endPeak) << annotate;
+        EXPECT_EQ(again.summary.liveBytes, r.summary.liveBytes) << annotate;
+        EXPECT_EQ(again.summary.batchSize, r.summary.batchSize) << annotate;
+        EXPECT_EQ(rulesOf(again), rulesOf(r)) << annotate;
+    }
+}
+
 TEST(Doctor, OneForwardTensorKeptPerIterationIsKeptOnDevice) {
     Job job;
     job.keptLogits = 768 * KiB;

@@ -143,6 +143,9 @@ void FindingsView::start() {
             options.cancel = control.cancelFlag();
             // the document's own history of the device: not built a second time
             if (auto h = histories.find(gpu); h != histories.end() && h->second) options.history = h->second.get();
+            // and its final state, which the document keeps (not made again from the history)
+            if (auto f = loaded->finalStates.find(gpu); f != loaded->finalStates.end() && f->second)
+                options.finalState = f->second.get();
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);

@@ -22,6 +22,9 @@ struct DoctorOptions {
     // The device's state history when the caller has one already (the window's document); null
     // (or another device's): built here.
     const StateHistory* history = nullptr;
+    // The device's state after its last entry when the caller has it (the window's document:
+    // finalDeviceState); null: taken from the history.
+    const DeviceState* finalState = nullptr;
 };
 
 // The device diagnose() picks when options.device is -1; -1 when the snapshot has none. Never
