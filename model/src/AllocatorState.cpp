@@ -426,7 +426,11 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     d_->finalBlockAlloc = blockAllocs(dd, open);
     open = AddressMap<int64_t>(0);
     Working w;
-    w.blocks = AddressMap<Live>(dd.blocks.size() + 1024);
+    size_t active = 0;
+    for (const Block& blk : dd.blocks) active += blk.state != BlockState::Inactive;
+    // the blocks of the final state at most 3/4 full: the largest single allocation of the
+    // history's building (rewinding changes the count by little)
+    w.blocks = AddressMap<Live>::compact(active + 1024);
     for (const Segment& s : dd.segments) {
         Seg g;
         g.size = s.totalSize;

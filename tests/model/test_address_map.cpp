@@ -74,3 +74,28 @@ TEST(AddressMap, OperatorBracketInsertsAValueInitialisedMember) {
     EXPECT_EQ(m.find(42), nullptr);
     EXPECT_TRUE(m.empty());
 }
+
+// compact(): slots for the expected keys at a load of up to 3/4, where probe runs are long and
+// erasing shifts many members back; filled to that load, churned, then grown past it.
+TEST(AddressMap, ACompactMapAtThreeQuartersLoadMatchesUnorderedMap) {
+    std::mt19937_64 rng(20261205);
+    std::vector<uint64_t> keys;
+    for (uint64_t seg = 0; seg < 3; ++seg)
+        for (uint64_t off = 0; off < 4000; ++off) keys.push_back(0x7f3c00000000ull + (seg << 32) + off * 512);
+    AddressMap<int64_t> m = AddressMap<int64_t>::compact(9000);
+    std::unordered_map<uint64_t, int64_t> ref;
+    for (size_t i = 0; i < 9000; ++i) m[keys[i]] = ref[keys[i]] = static_cast<int64_t>(i);
+    compare(m, ref, keys);
+    for (int step = 0; step < 200000; ++step) {
+        const uint64_t k = keys[rng() % 9000];
+        if (rng() % 2) {
+            m[k] = step;
+            ref[k] = step;
+        } else {
+            EXPECT_EQ(m.erase(k), ref.erase(k) == 1);
+        }
+    }
+    compare(m, ref, keys);
+    for (uint64_t k : keys) m[k] = ref[k] = static_cast<int64_t>(k >> 9);
+    compare(m, ref, keys);
+}
