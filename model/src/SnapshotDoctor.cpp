@@ -4,6 +4,7 @@
 #include "memlens/model/AllocatorState.h"
 #include "memlens/model/ByteFormat.h"
 #include "memlens/model/IterationDiff.h"
+#include "memlens/model/LiveBytes.h"
 #include "memlens/model/MemoryBreakdown.h"
 #include "memlens/model/MemoryCategory.h"
 #include "memlens/model/OomVerdict.h"
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,86 +61,6 @@ bool expandableSegmentsOn(const Context& c) {
     }
     return false;
 }
-
-// The requested bytes live after each entry of a trace, without keeping them (8 bytes an entry,
-// 55 MB on a 6.85 million-entry trace, were the doctor's largest allocation): the trace is
-// rewound once from the live bytes at its end, keeping per block of kBlock entries the value
-// after its last entry and its largest; the value after an entry, and the largest over a range,
-// come from those and at most a block of entries run forward at each end.
-class LiveBytes {
-public:
-    static constexpr size_t kBlock = 256;
-
-    LiveBytes(const TraceColumns& t, uint64_t liveAtEnd) : t_(t), n_(t.rows()) {
-        const size_t blocks = (n_ + kBlock - 1) / kBlock;
-        ends_.resize(blocks);
-        maxes_.resize(blocks);
-        int64_t cur = static_cast<int64_t>(liveAtEnd);
-        for (size_t b = blocks; b-- > 0;) {
-            ends_[b] = cur;
-            int64_t m = cur;
-            for (size_t i = std::min(n_, (b + 1) * kBlock); i-- > b * kBlock;) {
-                m = std::max(m, cur);  // cur: live after entry i
-                cur -= delta(i);
-            }
-            maxes_[b] = m;
-        }
-        before_ = cur;
-    }
-    // before the first entry
-    int64_t before() const { return before_; }
-    // after entry e; before the first for e < 0
-    int64_t after(int64_t e) const {
-        if (e < 0 || n_ == 0) return before_;
-        e = std::min(e, static_cast<int64_t>(n_) - 1);
-        const size_t last = static_cast<size_t>(e);
-        const size_t b = last / kBlock;
-        if (last + 1 == std::min(n_, (b + 1) * kBlock)) return ends_[b];
-        int64_t v = start(b);
-        for (size_t i = b * kBlock; i <= last; ++i) v += delta(i);
-        return v;
-    }
-    // the largest value after an entry of [first, last] (first <= last < rows)
-    int64_t maxIn(size_t first, size_t last) const {
-        int64_t m = std::numeric_limits<int64_t>::min();
-        const size_t firstBlock = first / kBlock, lastBlock = last / kBlock;
-        for (size_t b = firstBlock; b <= lastBlock; ++b) {
-            const size_t begin = b * kBlock, end = std::min(n_, begin + kBlock);  // the block's entries
-            const size_t from = std::max(first, begin), to = std::min(last + 1, end);  // those in range
-            if (from == begin && to == end) {
-                m = std::max(m, maxes_[b]);
-                continue;
-            }
-            int64_t v = start(b);
-            for (size_t i = begin; i < to; ++i) {
-                v += delta(i);
-                if (i >= from) m = std::max(m, v);
-            }
-        }
-        return m;
-    }
-    // the largest value after any entry (the smallest int64 without entries)
-    int64_t max() const {
-        int64_t m = std::numeric_limits<int64_t>::min();
-        for (int64_t v : maxes_) m = std::max(m, v);
-        return m;
-    }
-
-private:
-    int64_t delta(size_t i) const {
-        const Action a = t_.action[i];
-        if (a == Action::Alloc) return static_cast<int64_t>(t_.size[i]);
-        if (a == Action::FreeRequested || a == Action::Free) return -static_cast<int64_t>(t_.size[i]);
-        return 0;
-    }
-    int64_t start(size_t block) const { return block == 0 ? before_ : ends_[block - 1]; }
-
-    const TraceColumns& t_;
-    size_t n_;
-    std::vector<int64_t> ends_;   // per block: live after its last entry
-    std::vector<int64_t> maxes_;  // per block: the largest live after one of its entries
-    int64_t before_ = 0;
-};
 
 // Each iteration's peak, the live bytes before it and after it, and the peak of the trace.
 void measureIterations(Context& c, uint64_t liveAtEnd) {
