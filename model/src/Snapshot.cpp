@@ -40,7 +40,7 @@ void TraceColumns::reserve(size_t n) {
     size.reserve(n);
     stream.reserve(n);
     timeUs.reserve(n);
-    reserveHugePages(stack, n);
+    stack.reserve(n);
     compileContext.reserve(n);
     userMetadata.reserve(n);
 }
@@ -56,7 +56,7 @@ int32_t TraceColumns::rowsAsInt32(std::string_view whose) const {
 
 size_t TraceColumns::memoryBytes() const {
     // rows in use: capacity reserved beyond them is address space the kernel never backs
-    return rows() * (sizeof(Action) + 1 + 4) + addr.memoryBytes() + timeUs.memoryBytes() + size.memoryBytes() + actionName.memoryBytes() + stream.memoryBytes() +
+    return rows() * (sizeof(Action) + 1) + stack.memoryBytes() + addr.memoryBytes() + timeUs.memoryBytes() + size.memoryBytes() + actionName.memoryBytes() + stream.memoryBytes() +
            compileContext.memoryBytes() + userMetadata.memoryBytes();
 }
 

@@ -5,6 +5,7 @@
 #include "memlens/model/NarrowColumn.h"
 #include "memlens/model/OffsetColumn.h"
 #include "memlens/model/SparseColumn.h"
+#include "memlens/model/StackColumn.h"
 #include "memlens/model/StringTable.h"
 
 #include <cstdint>
@@ -109,7 +110,7 @@ struct TraceColumns {
     NarrowColumn size;  // 4 bytes a row: sizes of 4 GiB - 1 or more are kept aside
     SparseColumn<uint64_t> stream;
     TimeColumn timeUs;  // 4 bytes a row (OffsetColumn)
-    std::vector<StackId> stack;
+    StackColumn stack;  // 1, 2 or 4 bytes a row: as many as the largest stack id needs
     SparseColumn<StringId> compileContext;
     SparseColumn<StringId> userMetadata;
 
