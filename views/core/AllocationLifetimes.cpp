@@ -11,12 +11,12 @@ namespace memlens::views {
 AllocationLifetimes AllocationLifetimes::compute(const model::TraceColumns& trace) {
     AllocationLifetimes out;
     std::vector<AllocationLifetime> before;
-    Aside large, openAtEnd;
-    out.pair(trace, 1024, before, large, openAtEnd);
+    Aside openAtEnd;
+    out.pair(trace, 1024, before, openAtEnd);
     Aside addresses;  // of the lifetimes from before the recording still live at the end
     for (const auto& [address, where] : openAtEnd)
         if (where & kBefore) addresses.emplace_back(where, address);
-    out.finish(before, large, addresses);
+    out.finish(before, addresses);
     return out;
 }
 
@@ -25,8 +25,8 @@ AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device
     std::vector<AllocationLifetime> before;
     size_t active = 0;
     for (const model::Block& b : device.blocks) active += b.state != model::BlockState::Inactive;
-    Aside large, openAtEnd;
-    out.pair(device.trace, active + 1024, before, large, openAtEnd);
+    Aside openAtEnd;
+    out.pair(device.trace, active + 1024, before, openAtEnd);
     const int32_t n = device.trace.rowsAsInt32("the allocation lifetimes");
     std::unordered_set<uint64_t> liveAtEnd;
     Aside addresses;
@@ -39,27 +39,17 @@ AllocationLifetimes AllocationLifetimes::compute(const model::DeviceData& device
         AllocationLifetime l;
         l.begin = -1;
         l.end = n;
-        l.stack = b.stack;
-        const size_t where = kBefore | before.size();
-        setBytes(l, where, b.requestedSize, large);
-        addresses.emplace_back(where, b.address);
+        addresses.emplace_back(kBefore | before.size(), b.address);
         before.push_back(l);
+        out.m_before.push_back({b.requestedSize, b.stack});
     }
-    out.finish(before, large, addresses);
+    out.finish(before, addresses);
     return out;
 }
 
-void AllocationLifetimes::setBytes(AllocationLifetime& l, size_t where, uint64_t bytes, Aside& large) {
-    if (bytes < AllocationLifetime::kLarge) {
-        l.bytes32 = static_cast<uint32_t>(bytes);
-    } else {
-        l.bytes32 = AllocationLifetime::kLarge;
-        large.emplace_back(where, bytes);
-    }
-}
-
 void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveBefore,
-                               std::vector<AllocationLifetime>& before, Aside& large, Aside& openAtEnd) {
+                               std::vector<AllocationLifetime>& before, Aside& openAtEnd) {
+    m_trace = &trace;
     using model::Action;
     const int32_t n = trace.rowsAsInt32("the allocation lifetimes");
     const auto allocs = static_cast<size_t>(std::count(trace.action.begin(), trace.action.end(), Action::Alloc));
@@ -83,8 +73,6 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
             AllocationLifetime l;
             l.begin = i;
             l.end = n;
-            l.stack = trace.stack[static_cast<size_t>(i)];
-            setBytes(l, all.size(), trace.size[static_cast<size_t>(i)], large);
             open[addr] = all.size();
             all.push_back(l);
             continue;
@@ -93,10 +81,9 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
             AllocationLifetime l;
             l.begin = -1;
             l.end = n;
-            l.stack = trace.stack[static_cast<size_t>(i)];
-            setBytes(l, kBefore | before.size(), trace.size[static_cast<size_t>(i)], large);
             it = &(open[addr] = kBefore | before.size());
             before.push_back(l);
+            m_before.push_back({trace.size[static_cast<size_t>(i)], trace.stack[static_cast<size_t>(i)]});
         }
         if (a != Action::FreeRequested) {
             lifetime(*it).end = i;
@@ -108,7 +95,7 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
     open.forEach([&openAtEnd](uint64_t address, size_t where) { openAtEnd.emplace_back(address, where); });
 }
 
-void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before, Aside& large, Aside& addresses) {
+void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before, Aside& addresses) {
     // Order by begin: the trace's lifetimes are in the order of their allocs; those from before
     // the recording (begin -1, in the order of their frees, then the final state's) go in front.
     // In place when the reserve holds them (it does unless many frees had no alloc).
@@ -130,7 +117,7 @@ void AllocationLifetimes::finish(std::vector<AllocationLifetime>& before, Aside&
         std::sort(to.begin(), to.end());
         return to;
     };
-    m_large = byIndex(large);
+    m_before.shrink_to_fit();
     m_addresses = byIndex(addresses);
 }
 
@@ -211,7 +198,8 @@ std::vector<uint32_t> AllocationLifetimes::mostVisible(size_t n, const EntryAxis
 }
 
 size_t AllocationLifetimes::memoryBytes() const {
-    return m_all.capacity() * sizeof(AllocationLifetime) + (m_large.capacity() + m_addresses.capacity()) * sizeof(m_large[0]);
+    return m_all.capacity() * sizeof(AllocationLifetime) + m_before.capacity() * sizeof(Before) +
+           m_addresses.capacity() * sizeof(m_addresses[0]);
 }
 
 } // namespace memlens::views

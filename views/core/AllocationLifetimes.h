@@ -13,24 +13,23 @@ namespace memlens::views {
 
 struct AllocationLifetime {
     // Live in the states right after entries [begin, end). Entry indices take 32 bits (a trace of
-    // more than 2^31 - 1 entries, some 400 GB of pickle, is refused by compute()). 16 bytes a
-    // lifetime (a 600 MB trace has 1.4 million): the address is the trace's (AllocationLifetimes::
-    // address), the size is kept in 32 bits where it fits (AllocationLifetimes::bytes).
-    int32_t begin = -1;          // the alloc entry; -1: allocated before recording (the free is all we saw)
-    int32_t end = 0;             // the free_completed (or free) entry; the entry count if still live at the end
-    model::StackId stack = 0;    // the alloc's stack, or the free's when the alloc was not recorded
-    uint32_t bytes32 = 0;        // the requested bytes, or kLarge: 4 GiB - 1 or more, kept aside
+    // more than 2^31 - 1 entries, some 400 GB of pickle, is refused by compute()). 8 bytes a
+    // lifetime (a 600 MB trace has 1.4 to 2.4 million): its size, stack and address are its alloc
+    // entry's in the trace (AllocationLifetimes::bytes, stack, address), or kept aside for the
+    // few allocated before recording.
+    int32_t begin = -1;  // the alloc entry; -1: allocated before recording (the free is all we saw)
+    int32_t end = 0;     // the free_completed (or free) entry; the entry count if still live at the end
 
-    static constexpr uint32_t kLarge = ~uint32_t(0);
     bool allocatedBeforeRecording() const { return begin < 0; }
     bool liveAt(int64_t entry) const { return begin <= entry && entry < end; }
 };
-static_assert(sizeof(AllocationLifetime) == 16);
+static_assert(sizeof(AllocationLifetime) == 8);
 
 class AllocationLifetimes {
 public:
     AllocationLifetimes() = default;
-    // Both throw std::length_error for a trace of more than 2^31 - 1 entries.
+    // Both throw std::length_error for a trace of more than 2^31 - 1 entries. The trace (the
+    // device's) must outlive the lifetimes: their sizes and stacks are read from it.
     static AllocationLifetimes compute(const model::TraceColumns& trace);
     // The trace's lifetimes plus one for each active block of the final state that no lifetime
     // live at the end accounts for (same address).
@@ -40,10 +39,13 @@ public:
     const std::vector<AllocationLifetime>& all() const { return m_all; }
     size_t size() const { return m_all.size(); }
     const AllocationLifetime& operator[](size_t i) const { return m_all[i]; }
-    // Lifetime i's requested bytes.
+    // Lifetime i's requested bytes: its alloc's size.
     uint64_t bytes(size_t i) const {
-        const uint32_t b = m_all[i].bytes32;
-        return b != AllocationLifetime::kLarge ? b : aside(m_large, i);
+        return i < m_before.size() ? m_before[i].bytes : m_trace->size[static_cast<size_t>(m_all[i].begin)];
+    }
+    // Lifetime i's stack: its alloc's, or (allocated before recording) its free's or its block's.
+    model::StackId stack(size_t i) const {
+        return i < m_before.size() ? m_before[i].stack : m_trace->stack[static_cast<size_t>(m_all[i].begin)];
     }
     // Lifetime i's address: its alloc's, or its free's, or (allocated before recording and live
     // at the end: a free_requested was all the trace saw, or a block of the final state) kept
@@ -66,25 +68,30 @@ public:
     size_t memoryBytes() const;
 
 private:
+    // What the trace does not say of a lifetime allocated before recording.
+    struct Before {
+        uint64_t bytes = 0;
+        model::StackId stack = 0;
+    };
     // pair(): the lifetimes with an alloc into m_all (in the order of their allocs), those without
-    // one (the free is all we saw) into before (in the order of their frees). m_all is reserved for
-    // the allocs plus reserveBefore more, so that finish() can put before in front without a
-    // second array.
-    // What pair() and compute() keep aside, by where a lifetime is until finish() (kBefore | index
-    // into before, or index into m_all): sizes of 4 GiB - 1 or more; addresses no entry names.
+    // one (the free is all we saw) into before, with what the trace does not say of them in
+    // m_before (in the order of their frees). m_all is reserved for the allocs plus reserveBefore
+    // more, so that finish() can put before in front without a second array.
+    // Addresses kept aside, by where a lifetime is until finish() (kBefore | index into before,
+    // or index into m_all): those no entry names.
     using Aside = std::vector<std::pair<size_t, uint64_t>>;
     static constexpr size_t kBefore = size_t(1) << 63;
     // Pairs the trace's allocs and frees (see above); openAtEnd: (address, where) of each lifetime
     // still live at the end.
     void pair(const model::TraceColumns& trace, size_t reserveBefore, std::vector<AllocationLifetime>& before,
-              Aside& large, Aside& openAtEnd);
-    static void setBytes(AllocationLifetime& l, size_t where, uint64_t bytes, Aside& large);
-    void finish(std::vector<AllocationLifetime>& before, Aside& large, Aside& addresses);
-    // the value kept aside for lifetime i (m_large, m_addresses: sorted by index)
+              Aside& openAtEnd);
+    void finish(std::vector<AllocationLifetime>& before, Aside& addresses);
+    // the value kept aside for lifetime i (m_addresses: sorted by index)
     static uint64_t aside(const std::vector<std::pair<uint32_t, uint64_t>>& v, size_t i);
 
+    const model::TraceColumns* m_trace = nullptr;
     std::vector<AllocationLifetime> m_all;
-    std::vector<std::pair<uint32_t, uint64_t>> m_large;
+    std::vector<Before> m_before;  // of m_all's first m_before.size(), those allocated before recording
     std::vector<std::pair<uint32_t, uint64_t>> m_addresses;
 };
 

@@ -37,8 +37,9 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
             chosenTotal += a;
             continue;
         }
-        if (l.stack >= areas.size()) areas.resize(static_cast<size_t>(l.stack) + 1);
-        Area& s = areas[l.stack];
+        const model::StackId stack = lifetimes.stack(i);
+        if (stack >= areas.size()) areas.resize(static_cast<size_t>(stack) + 1);
+        Area& s = areas[stack];
         s.bytesEntries += a;
         ++s.count;
         total += a;
@@ -83,10 +84,11 @@ StackAggregates StackAggregates::compute(const AllocationLifetimes& lifetimes, s
     for (size_t i = 0; i < all.size(); ++i) {
         const AllocationLifetime& l = all[i];
         if (l.begin > last) break;
-        if (l.stack >= groupOfStack.size() || groupOfStack[l.stack] < 0 || isChosen(i)) continue;
+        const model::StackId stack = lifetimes.stack(i);
+        if (stack >= groupOfStack.size() || groupOfStack[stack] < 0 || isChosen(i)) continue;
         const size_t s0 = firstSampleFrom(l.begin), s1 = firstSampleFrom(l.end);
         if (s0 >= s1) continue;  // live between two samples only, or outside the range
-        int64_t* d = diff.data() + static_cast<size_t>(groupOfStack[l.stack]) * (samples + 1);
+        int64_t* d = diff.data() + static_cast<size_t>(groupOfStack[stack]) * (samples + 1);
         const auto bytes = static_cast<int64_t>(lifetimes.bytes(i));
         d[s0] += bytes;
         d[s1] -= bytes;

@@ -70,7 +70,7 @@ QRgb TimelineBandsItem::colorOf(uint32_t lifetime) {
     auto [it, added] = m_colors.try_emplace(lifetime, 0);
     QRgb& c = it->second;
     if (added) {
-        const model::StackId stack = (*m_lifetimes)[lifetime].stack;
+        const model::StackId stack = m_lifetimes->stack(lifetime);
         if (m_roles) {
             const model::StackRole role = stack < m_roles->size() ? (*m_roles)[stack] : model::StackRole::Unknown;
             const double shade = (hash32(lifetime ^ 0x9e3779b9U) % 5) * 0.06;

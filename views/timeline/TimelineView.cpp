@@ -695,7 +695,7 @@ QString TimelineView::describeAt(const QPoint& pos) const {
         html += from + QStringLiteral(" → ") + to;
         if (!l.allocatedBeforeRecording() && l.end < m_doc->entryCount())
             html += tr(" (%1 entries)").arg(entryNumber(l.end - l.begin));
-        html += stackHtml(l.stack);
+        html += stackHtml(m_doc->lifetimes().stack(i));
     } else if (TimelineBands::isGroupHit(hit)) {
         const TimelineBands& bands = m_layout.bands();
         const size_t g = TimelineBands::groupOfHit(hit);
@@ -772,8 +772,7 @@ void TimelineView::onMouseRelease(QMouseEvent* event) {
         const int64_t hit = lifetimeAt(event->pos());
         m_doc->setCurrentEvent(entryAt(event->pos()));
         if (hit >= 0) {
-            const AllocationLifetime& l = m_doc->lifetimes()[static_cast<size_t>(hit)];
-            m_doc->selectAllocation(l.stack, describeLifetime(hit));
+            m_doc->selectAllocation(m_doc->lifetimes().stack(static_cast<size_t>(hit)), describeLifetime(hit));
         } else if (TimelineBands::isGroupHit(hit)) {
             // a band of many allocations: its call site (the stack view shows it)
             const TimelineBands& bands = m_layout.bands();

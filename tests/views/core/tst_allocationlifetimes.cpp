@@ -43,7 +43,7 @@ private slots:
         QCOMPARE(l[4].begin, int64_t(7));
         QCOMPARE(l.address(4, trace), slot(1));
         QCOMPARE(l[4].end, int64_t(12));
-        QVERIFY(l[1].stack != 0);  // stacks come from the alloc
+        QVERIFY(l.stack(1) != 0);  // stacks come from the alloc
     }
 
     void largest() {
@@ -153,9 +153,34 @@ private slots:
         QCOMPARE(l.bytes(0), 2 * MiB - 100);
         QCOMPARE(l[0].end, int64_t(2));
         QVERIFY(l[0].liveAt(-1) && l[0].liveAt(1));
-        QVERIFY(l[0].stack != 0);  // the block's own stack
+        QVERIFY(l.stack(0) != 0);  // the block's own stack
         QCOMPARE(l.address(1, snap.devices[0].trace), X);
         QCOMPARE(l.largest(1), std::vector<uint32_t>{0});
+    }
+
+    // Sizes of 4 GiB and more, and the stacks and sizes of lifetimes allocated before recording
+    // (a free is all the trace has of them), read back as written.
+    void sizesAndStacksOfEveryKindReadBack() {
+        const uint64_t huge = (uint64_t(6) << 30) + 512, early = (uint64_t(5) << 30) + 1024;
+        const auto loaded = load({{"alloc", slot(0), huge, -1, "big"},
+                                  {"free_requested", slot(3), early, -1, "old"},
+                                  {"free_completed", slot(3), early, -1, "old"},
+                                  {"alloc", slot(1), 4 * KiB, -1, "small"},
+                                  {"free_completed", slot(0), huge, -1, "big"}});
+        const AllocationLifetimes& l = *loaded->lifetimes.at(0);
+        const auto& trace = loaded->snapshot->device(0)->trace;
+        QCOMPARE(l.size(), size_t(3));
+        QVERIFY(l[0].allocatedBeforeRecording());
+        QCOMPARE(l.bytes(0), early);
+        QCOMPARE(l.stack(0), trace.stack[1]);  // its free's
+        QCOMPARE(l[0].end, int64_t(2));
+        QCOMPARE(l.bytes(1), huge);
+        QCOMPARE(l.stack(1), trace.stack[0]);
+        QCOMPARE(l[1].end, int64_t(4));
+        QCOMPARE(l.bytes(2), 4 * KiB);
+        QCOMPARE(l.stack(2), trace.stack[3]);
+        QVERIFY(l.stack(0) != l.stack(1) && l.stack(1) != l.stack(2) && l.stack(0) != 0);
+        QCOMPARE(l.largest(1), std::vector<uint32_t>{1});
     }
 
     void segmentsAndOomAreNotAllocations() {

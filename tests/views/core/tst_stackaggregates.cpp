@@ -45,7 +45,7 @@ std::vector<Entry> manySmall() {
 int64_t liveOf(const AllocationLifetimes& l, memlens::model::StackId stack, const std::vector<uint32_t>& chosen, int64_t e) {
     int64_t sum = 0;
     for (size_t i = 0; i < l.size(); ++i)
-        if (l[i].stack == stack && l[i].liveAt(e) && std::find(chosen.begin(), chosen.end(), i) == chosen.end())
+        if (l.stack(i) == stack && l[i].liveAt(e) && std::find(chosen.begin(), chosen.end(), i) == chosen.end())
             sum += static_cast<int64_t>(l.bytes(i));
     return sum;
 }
@@ -87,7 +87,7 @@ private slots:
         // when embed's allocations are drawn one by one, what is left is too small to group
         std::vector<uint32_t> embedIds;
         for (size_t i = 0; i < l.size(); ++i)
-            if (l[i].stack == embed) embedIds.push_back(static_cast<uint32_t>(i));
+            if (l.stack(i) == embed) embedIds.push_back(static_cast<uint32_t>(i));
         QCOMPARE(StackAggregates::compute(l, embedIds, 0, n - 1, opts(8, 0.0)).groupCount(), size_t(0));
         // ... unless grouping is asked for whatever the share
         const auto rest = StackAggregates::compute(l, embedIds, 0, n - 1, opts(8, 0.0, 0.0, static_cast<size_t>(n)));
