@@ -26,6 +26,7 @@ public:
 
     size_t size() const { return m_size; }
     bool empty() const { return m_size == 0; }
+    size_t memoryBytes() const { return m_slots.capacity() * sizeof(Slot); }
 
     // The value at key, or nullptr.
     V* find(uint64_t key) {

@@ -1,6 +1,7 @@
 #pragma once
-// What the packed trace columns (NarrowColumn, OffsetColumn) share: equality by the values they
-// hold, not by how they are packed (the same values may sit in the packed part or aside).
+// What the packed trace columns (OffsetColumn, IndexColumn, DictionaryColumn) share: equality by
+// the values they hold, not by how they are packed (the same values may sit in the packed part
+// or aside, or in another order in a dictionary).
 #include <cstddef>
 
 namespace memlens::model {

@@ -2,10 +2,10 @@
 // One PyTorch CUDA memory snapshot, normalised across every layout from torch 2.0 to 2.11:
 // segments and blocks per device, and each device's trace in columns. Frames and whole stacks
 // are stored once and named by ids.
-#include "memlens/model/NarrowColumn.h"
+#include "memlens/model/DictionaryColumn.h"
 #include "memlens/model/OffsetColumn.h"
 #include "memlens/model/SparseColumn.h"
-#include "memlens/model/StackColumn.h"
+#include "memlens/model/IndexColumn.h"
 #include "memlens/model/StringTable.h"
 
 #include <cstdint>
@@ -107,10 +107,10 @@ struct TraceColumns {
     SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
     AddressColumn addr;  // for oom: device_free; 4 bytes a row (OffsetColumn)
-    NarrowColumn size;  // 4 bytes a row: sizes of 4 GiB - 1 or more are kept aside
+    DictionaryColumn size;  // the trace's distinct sizes once, a row their index (1 or 2 bytes)
     SparseColumn<uint64_t> stream;
     TimeColumn timeUs;  // 4 bytes a row (OffsetColumn)
-    StackColumn stack;  // 1, 2 or 4 bytes a row: as many as the largest stack id needs
+    IndexColumn stack;  // 1, 2 or 4 bytes a row: as many as the largest stack id needs
     SparseColumn<StringId> compileContext;
     SparseColumn<StringId> userMetadata;
 

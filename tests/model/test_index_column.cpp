@@ -1,18 +1,18 @@
-// StackColumn: every id reads back as written, through both widenings (at the first id over 255
+// IndexColumn: every id reads back as written, through both widenings (at the first id over 255
 // and over 65,535), with the rows written before each widening intact, and each row in as few
 // bytes as the largest id so far needs.
-#include "memlens/model/StackColumn.h"
+#include "memlens/model/IndexColumn.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-using memlens::model::StackColumn;
+using memlens::model::IndexColumn;
 
-TEST(StackColumn, IdsReadBackThroughEachWidening) {
+TEST(IndexColumn, IdsReadBackThroughEachWidening) {
     std::mt19937 rng(5);
-    StackColumn c;
+    IndexColumn c;
     c.reserve(1000);
     std::vector<uint32_t> want;
     const auto add = [&](uint32_t v) {
@@ -39,8 +39,8 @@ TEST(StackColumn, IdsReadBackThroughEachWidening) {
     EXPECT_EQ(c.back(), 0u);
 }
 
-TEST(StackColumn, AJumpStraightToFourBytesAndEquality) {
-    StackColumn a, b;
+TEST(IndexColumn, AJumpStraightToFourBytesAndEquality) {
+    IndexColumn a, b;
     for (uint32_t v : {1u, 2u, 70000u, 3u}) a.push_back(v);
     EXPECT_EQ(a.width(), 4u);
     for (uint32_t v : {1u, 2u}) b.push_back(v);
@@ -48,5 +48,5 @@ TEST(StackColumn, AJumpStraightToFourBytesAndEquality) {
     for (uint32_t v : {70000u, 3u}) b.push_back(v);
     EXPECT_TRUE(a == b);
     EXPECT_EQ(a[2], 70000u);
-    EXPECT_TRUE(StackColumn().empty());
+    EXPECT_TRUE(IndexColumn().empty());
 }
