@@ -82,6 +82,9 @@ public:
     // again (the pool, as collapsed nodes release their items).
     template <class T>
     [[gnu::always_inline]] void prefaultAhead(const std::vector<T>& v, size_t& mark, size_t ahead) const {
+        // at least 256 KiB ahead: for a column of a byte a row, `ahead` rows are a few KiB, and
+        // the parsing thread reached each new 2 MiB page before the prefaulting thread did
+        ahead = std::max(ahead, kPrefaultMinBytes / sizeof(T));
         if (v.size() + ahead > mark) [[unlikely]]
             mark = prefaultRange(v.data(), sizeof(T), mark, std::max(mark, v.size()) + ahead, v.capacity());
     }
@@ -132,6 +135,7 @@ private:
     std::vector<Value> pool_;
     // the pool's prefaulting mark (prefaultAhead)
     static constexpr size_t kPoolAhead = 65536;
+    static constexpr size_t kPrefaultMinBytes = size_t(256) << 10;
     size_t poolPrefaulted_ = 0;
     std::unique_ptr<Prefaulter> prefaulter_;
     // Asks for elements [from, min(to, capacity)) of the array at data; returns the new mark:
