@@ -107,7 +107,7 @@ struct TraceColumns {
     SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
     AddressColumn addr;  // for oom: device_free; 4 bytes a row (OffsetColumn)
-    DictionaryColumn size;  // the trace's distinct sizes once, a row their index (1 or 2 bytes)
+    DictionaryColumn size;  // the trace's distinct sizes once, a row their index (1, 2 or 4 bytes)
     SparseColumn<uint64_t> stream;
     TimeColumn timeUs;  // 4 bytes a row (OffsetColumn)
     IndexColumn stack;  // 1, 2 or 4 bytes a row: as many as the largest stack id needs
