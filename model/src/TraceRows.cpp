@@ -150,9 +150,9 @@ Action TraceRows::actionOf(StringId name) {
     t.userMetadata.push_back(r.userMetadata);
     doc_.prefaultAhead(t.action, prefaulted_[0], kPrefaultRows);
     doc_.prefaultAhead(t.flags, prefaulted_[1], kPrefaultRows);
-    doc_.prefaultAhead(t.addr.offsets(), prefaulted_[2], kPrefaultRows);
+    doc_.prefaultAhead(t.addr.bytes(), prefaulted_[2], kPrefaultRows);
     doc_.prefaultAhead(t.size.bytes(), prefaulted_[3], kPrefaultRows);
-    doc_.prefaultAhead(t.timeUs.offsets(), prefaulted_[4], kPrefaultRows);
+    doc_.prefaultAhead(t.timeUs.bytes(), prefaulted_[4], kPrefaultRows);
     doc_.prefaultAhead(t.stack.bytes(), prefaulted_[5], kPrefaultRows);
     return static_cast<uint32_t>(t.rows() - 1);
 }

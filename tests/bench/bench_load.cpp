@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace memlens::model;
@@ -42,6 +44,10 @@ struct ChildResult {
     uint64_t frames = 0;
     uint64_t stacks = 0;
     uint64_t modelBytes = 0;  // Snapshot::memoryBytes()
+    // the trace's time and address columns, all devices: bytes, and blocks of 64 rows packed at
+    // 1, 2, 3 and 4 bytes a row
+    uint64_t timeBytes = 0, addrBytes = 0;
+    std::array<uint64_t, 4> timeWidths{}, addrWidths{};
     int devices = 0;
     int ok = 0;
     char error[512] = {};
@@ -82,6 +88,13 @@ bool readAll(int fd, void* p, size_t n) {
             r.entries += d.trace.rows();
             r.segments += d.segments.size();
             r.blocks += d.blocks.size();
+            r.timeBytes += d.trace.timeUs.memoryBytes();
+            r.addrBytes += d.trace.addr.memoryBytes();
+            const auto tw = d.trace.timeUs.blocksByWidth(), aw = d.trace.addr.blocksByWidth();
+            for (size_t w = 0; w < 4; ++w) {
+                r.timeWidths[w] += tw[w];
+                r.addrWidths[w] += aw[w];
+            }
         }
         r.devices = static_cast<int>(s.devices.size());
         r.frames = s.frames.size();
@@ -181,6 +194,12 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(last.segments), static_cast<unsigned long long>(last.blocks),
                 static_cast<unsigned long long>(last.frames), static_cast<unsigned long long>(last.stacks),
                 static_cast<double>(last.modelBytes) / 1e6);
+    for (const auto& [name, bytes, widths] : {std::tuple{"times", last.timeBytes, last.timeWidths},
+                                              std::tuple{"addresses", last.addrBytes, last.addrWidths}})
+        std::printf("  %s: %.1f MB, %.2f bytes an entry; blocks of 64 at 1/2/3/4 bytes a row: %llu/%llu/%llu/%llu\n", name,
+                    static_cast<double>(bytes) / 1e6, last.entries ? static_cast<double>(bytes) / static_cast<double>(last.entries) : 0.0,
+                    static_cast<unsigned long long>(widths[0]), static_cast<unsigned long long>(widths[1]),
+                    static_cast<unsigned long long>(widths[2]), static_cast<unsigned long long>(widths[3]));
     std::printf("load: best %.3f s, median %.3f s of %d; peak RSS %.1f MB = %.2f x file size\n", best, median, repeat,
                 peakKb / 1024.0, peakKb * 1024.0 / static_cast<double>(st.st_size));
     std::printf("RESULT load_s=%.6f load_median_s=%.6f peak_rss_kb=%ld file_bytes=%lld entries=%llu segments=%llu "

@@ -1,10 +1,11 @@
-// OffsetColumn: 64-bit values kept as 32-bit distances from a base per 64 rows, the rows that do
-// not fit aside; every value read back exactly, by index and by iterator.
+// OffsetColumn: 64-bit values kept as distances of 1 to 4 bytes from a base per 64 rows, the rows
+// that do not fit aside; every value read back exactly, by index and by iterator.
 #include "memlens/model/OffsetColumn.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 
 using memlens::model::AddressColumn;
@@ -94,16 +95,14 @@ TEST(OffsetColumn, AnOddFirstRowDoesNotPushItsBlockAside) {
     expectSame(d, alt);
 }
 
-TEST(OffsetColumn, MemoryIsFourBytesARowAndBinarySearchesWork) {
+TEST(OffsetColumn, BinarySearchesWork) {
     TimeColumn c;
     std::vector<int64_t> values;
-    for (int i = 0; i < 64 * 1000; ++i) {
-        values.push_back(1'700'000'000'000'000 + i * 7 / 3);
+    for (int i = 0; i < 64 * 1000 + 17; ++i) {
+        values.push_back(1'700'000'000'000'000 + int64_t(i) * i / 3);  // gaps growing from 0 to 21,000 µs
         c.push_back(values.back());
     }
     EXPECT_EQ(c.asideCount(), 0u);
-    EXPECT_GE(c.memoryBytes(), values.size() * 4 + 1000 * 8);
-    EXPECT_LT(c.memoryBytes(), values.size() * 4 + 1000 * 8 * 2 + 64);
     for (int64_t probe : {values[0] - 1, values[0], values[12345], values[12345] + 1, values.back(), values.back() + 1}) {
         EXPECT_EQ(std::lower_bound(c.begin(), c.end(), probe) - c.begin(),
                   std::lower_bound(values.begin(), values.end(), probe) - values.begin());
@@ -111,6 +110,67 @@ TEST(OffsetColumn, MemoryIsFourBytesARowAndBinarySearchesWork) {
                   std::upper_bound(values.begin(), values.end(), probe) - values.begin());
     }
     EXPECT_TRUE(std::is_sorted(c.begin(), c.end()));
+}
+
+// Each block takes the fewest bytes its rows' spread needs: up to 2^(8w) - 2 units apart fit w
+// bytes (one value of each width marks a row kept aside). Blocks are made to spread exactly at
+// and just past each width's limit, in either direction, with and without rows aside.
+TEST(OffsetColumn, EachBlockTakesTheBytesItsSpreadNeeds) {
+    std::mt19937_64 rng(11);
+    struct Case {
+        int64_t spread;
+        unsigned width;
+    };
+    const std::vector<Case> cases = {{0, 1},          {1, 1},           {254, 1},           {255, 2},
+                                     {65'534, 2},     {65'535, 3},      {16'777'214, 3},    {16'777'215, 4},
+                                     {INT32_MAX, 4},  {-254, 1},        {-255, 2},          {-16'777'214, 3}};
+    for (bool withAside : {false, true}) {
+        TimeColumn c;
+        std::vector<int64_t> values;
+        std::array<size_t, 4> expected{};
+        for (const Case& k : cases) {
+            // the block's first row is its base; its extreme rows lie `spread` apart (the others
+            // between), at random places
+            const int64_t base = 1'700'000'000'000'000 + static_cast<int64_t>(rng() % 1'000'000);
+            const int64_t lo = k.spread >= 0 ? base : base + k.spread;
+            const int64_t hi = k.spread >= 0 ? base + k.spread : base;
+            const size_t atLo = 1 + rng() % 63, atHi = 1 + (atLo + 1 + rng() % 61) % 63;
+            const size_t asideRow = withAside ? 1 + (atHi + 1 + rng() % 61) % 63 : 64;
+            for (size_t r = 0; r < 64; ++r) {
+                int64_t v = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+                if (r == 0) v = base;
+                else if (r == atLo) v = lo;
+                else if (r == atHi) v = hi;
+                if (r == asideRow && r != atLo && r != atHi) v = -1;  // no time: far from the rest
+                values.push_back(v);
+                c.push_back(v);
+            }
+            ++expected[k.width - 1];
+        }
+        expectSame(c, values);
+        EXPECT_EQ(c.blocksByWidth(), expected) << (withAside ? "with a row aside in each block" : "no row aside");
+    }
+}
+
+// The memory is the blocks' widths: a block of times a few µs apart takes a byte a row.
+TEST(OffsetColumn, MemoryIsTheBlocksWidths) {
+    TimeColumn c;
+    AddressColumn a;
+    const size_t rows = 64 * 1000;
+    for (size_t i = 0; i < rows; ++i) {
+        c.push_back(1'700'000'000'000'000 + static_cast<int64_t>(i) * 3);            // 189 µs a block
+        a.push_back(0x7f0000000000ULL + (i % 64) * 5 * (uint64_t(1) << 20));        // 315 MiB a block
+    }
+    EXPECT_EQ(c.blocksByWidth(), (std::array<size_t, 4>{1000, 0, 0, 0}));
+    EXPECT_EQ(a.blocksByWidth(), (std::array<size_t, 4>{0, 0, 1000, 0}));  // 645,120 units of 512 B
+    EXPECT_GE(c.memoryBytes(), rows * 1 + 1000 * 16);
+    EXPECT_LT(c.memoryBytes(), rows * 1 + 1000 * 16 * 2 + 64);
+    EXPECT_GE(a.memoryBytes(), rows * 3 + 1000 * 16);
+    EXPECT_LT(a.memoryBytes(), rows * 3 + 1000 * 16 * 2 + 64);
+    for (size_t i = 0; i < rows; i += 997) {
+        ASSERT_EQ(c[i], 1'700'000'000'000'000 + static_cast<int64_t>(i) * 3);
+        ASSERT_EQ(a[i], 0x7f0000000000ULL + (i % 64) * 5 * (uint64_t(1) << 20));
+    }
 }
 
 TEST(OffsetColumn, EqualityComparesValues) {

@@ -1,20 +1,27 @@
 #pragma once
 // A trace column of 64-bit values that move little from one row to the next (an entry's time,
 // its address): per block of 64 rows one 64-bit base, and for each row its distance from the
-// base in 32 signed bits, counted in units of 2^Shift (addresses in 512 bytes, the allocator's
-// smallest block; times in microseconds). 4.125 bytes a row instead of 8: a 3.8-million entry
-// trace saves 15 MB a column. A row whose distance does not fit (or is no multiple of the unit:
-// an oom entry's device_free in the address column, a missing time of -1 among real ones) is
-// kept aside with its value, in row order (rows are only appended); reading it costs a binary
-// search over those rows. A block's base is its first row's value, unless only that row fits
-// when another does not: then the base moves to the newer row and the first goes aside, so one
-// odd first row does not push the rest of its block aside.
+// base in as few signed bytes as the block needs (1 to 4), counted in units of 2^Shift
+// (addresses in 512 bytes, the allocator's smallest block; times in microseconds). Most blocks
+// of a trace's times span less than 65 ms (2 bytes a row), most of its addresses less than 8 GiB
+// (3 bytes a row): about 2.5 bytes a row instead of 8, where a fixed 4 would take 4.
+//
+// Rows are only appended. The newest block fills at 4 bytes a row; once it has its 64 rows it is
+// packed in place at the width its distances need (its base moved so they start at the width's
+// smallest). A row whose distance does not fit 32 bits (or is no multiple of the unit: an oom
+// entry's device_free in the address column, a missing time of -1 among real ones) is kept aside
+// with its value, in row order, and marked by the smallest distance of its block's width;
+// reading it costs a binary search over those rows. A block's base is its first row's value,
+// unless only that row fits when another does not: then the base moves to the newer row and the
+// first goes aside, so one odd first row does not push the rest of its block aside.
 #include "memlens/model/ColumnValues.h"
 #include "memlens/model/HugePages.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <vector>
@@ -28,10 +35,9 @@ class OffsetColumn {
 public:
     using value_type = T;
     static constexpr size_t kBlock = 64;
-    static constexpr int32_t kAside = INT32_MIN;
 
-    OffsetColumn() = default;
-    OffsetColumn(std::initializer_list<T> values) {
+    OffsetColumn() { m_bytes.resize(kPadding); }
+    OffsetColumn(std::initializer_list<T> values) : OffsetColumn() {
         for (T v : values) push_back(v);
     }
     template <class Range>
@@ -41,40 +47,56 @@ public:
         return c;
     }
 
-    size_t size() const { return m_offsets.size(); }
-    bool empty() const { return m_offsets.empty(); }
+    size_t size() const { return m_rows; }
+    bool empty() const { return m_rows == 0; }
 
     T operator[](size_t i) const {
-        const int32_t d = m_offsets[i];
-        if (d == kAside) [[unlikely]]
+        const Block& b = m_blocks[i / kBlock];
+        const unsigned width = b.width();
+        // a 4-byte load, sign-extended from the block's width (the bytes' end is padded)
+        uint32_t raw;
+        std::memcpy(&raw, m_bytes.data() + b.start() + (i % kBlock) * width, sizeof raw);
+        const unsigned s = 32 - 8 * width;
+        const int32_t d = static_cast<int32_t>(raw << s) >> s;
+        if (d == smallest(width)) [[unlikely]]
             return aside(i);
-        return static_cast<T>(m_bases[i / kBlock] + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift));
+        return static_cast<T>(b.base + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift));
     }
     T front() const { return (*this)[0]; }
     T back() const { return (*this)[size() - 1]; }
 
     void push_back(T value) {
-        const size_t row = m_offsets.size();
+        const size_t row = m_rows;
         int32_t d;
-        if (row % kBlock != 0 && fits(static_cast<uint64_t>(value), m_bases.back(), d)) [[likely]] {
-            m_offsets.push_back(d);
+        if (row % kBlock != 0 && fits(static_cast<uint64_t>(value), m_blocks.back().base, d)) [[likely]] {
+            setDistance(row, d);
             ++m_fitting;
         } else {
             pushOther(row, value);
         }
+        if (++m_rows % kBlock == 0) [[unlikely]]
+            pack();
     }
 
-    // Reserves n rows (the offsets advised for huge pages: reserved up front and written once).
+    // Reserves n rows (the bytes advised for huge pages, at 4 bytes a row: address space, of which
+    // the packed blocks touch only what they take).
     void reserve(size_t n) {
-        reserveHugePages(m_offsets, n);
-        m_bases.reserve(n / kBlock + 1);
+        reserveHugePages(m_bytes, n * 4 + kPadding);
+        m_blocks.reserve(n / kBlock + 1);
     }
-    // The rows' offsets (kAside where the value is kept aside): for prefaulting them.
-    const std::vector<int32_t>& offsets() const { return m_offsets; }
+    // The rows' packed bytes: for prefaulting them.
+    const std::vector<uint8_t>& bytes() const { return m_bytes; }
     size_t asideCount() const { return m_asideRows.size(); }
     size_t memoryBytes() const {
-        return m_offsets.size() * sizeof(int32_t) + m_bases.capacity() * sizeof(uint64_t) +
-               m_asideRows.capacity() * sizeof(uint64_t) + m_asideValues.capacity() * sizeof(T);
+        return m_bytes.size() + m_blocks.capacity() * sizeof(Block) + m_asideRows.capacity() * sizeof(uint64_t) +
+               m_asideValues.capacity() * sizeof(T);
+    }
+    // How many blocks are packed at each width (index 0 for 1 byte a row, ...; the newest block,
+    // still at 4 bytes, counts as 4 until it is full).
+    std::array<size_t, 4> blocksByWidth() const {
+        std::array<size_t, 4> n{};
+        for (const Block& b : m_blocks) ++n[b.width() - 1];
+        return n;
     }
     bool operator==(const OffsetColumn& o) const { return sameValues(*this, o); }
 
@@ -114,6 +136,18 @@ public:
     const_iterator end() const { return {this, size()}; }
 
 private:
+    // a block's base (as bits), and where its rows start in m_bytes with their width in bytes
+    struct Block {
+        uint64_t base;
+        uint64_t startAndWidth;  // start << 2 | (width - 1)
+        size_t start() const { return static_cast<size_t>(startAndWidth >> 2); }
+        unsigned width() const { return static_cast<unsigned>(startAndWidth & 3) + 1; }
+    };
+    // the bytes always end with this many past the last row: every read loads 4 bytes
+    static constexpr size_t kPadding = 4;
+    // the distance that marks a row kept aside, at each width: the width's smallest
+    static constexpr int32_t smallest(unsigned width) { return static_cast<int32_t>(-(int64_t(1) << (8 * width - 1))); }
+
     static bool fits(uint64_t v, uint64_t base, int32_t& d) {
         const int64_t diff = static_cast<int64_t>(v - base);
         if (diff & ((int64_t(1) << Shift) - 1)) return false;
@@ -122,12 +156,22 @@ private:
         d = static_cast<int32_t>(q);
         return true;
     }
+    // The newest block's rows sit at 4 bytes each from m_newest (room for all 64 is made when it
+    // starts).
+    int32_t distance(size_t k) const {
+        int32_t d;
+        std::memcpy(&d, m_bytes.data() + m_newest + k * sizeof d, sizeof d);
+        return d;
+    }
+    void setDistance(size_t row, int32_t d) { std::memcpy(m_bytes.data() + m_newest + (row % kBlock) * sizeof d, &d, sizeof d); }
     // A row that starts a block or does not fit its block's base.
     [[gnu::noinline]] void pushOther(size_t row, T value) {
         const uint64_t v = static_cast<uint64_t>(value);
         if (row % kBlock == 0) {
-            m_bases.push_back(v);
-            m_offsets.push_back(0);
+            m_newest = m_bytes.size() - kPadding;
+            m_bytes.resize(m_newest + kBlock * 4 + kPadding);
+            m_blocks.push_back({v, static_cast<uint64_t>(m_newest) << 2 | 3});
+            setDistance(row, 0);
             m_fitting = 1;
             m_fitRow = row;
             m_blockAside = 0;
@@ -135,33 +179,61 @@ private:
         }
         if (m_fitting == 1) {
             // only the base's own row fits: it goes aside, this row becomes the base
-            const uint64_t old = m_bases.back();
+            const uint64_t old = m_blocks.back().base;
             const auto at = m_asideRows.end() - static_cast<ptrdiff_t>(m_blockAside);
             const auto pos = std::lower_bound(at, m_asideRows.end(), static_cast<uint64_t>(m_fitRow));
             const ptrdiff_t k = pos - m_asideRows.begin();
             m_asideRows.insert(pos, m_fitRow);
             m_asideValues.insert(m_asideValues.begin() + k, static_cast<T>(old));
-            m_offsets[m_fitRow] = kAside;
+            setDistance(m_fitRow, smallest(4));
             ++m_blockAside;
-            m_bases.back() = v;
-            m_offsets.push_back(0);
+            m_blocks.back().base = v;
+            setDistance(row, 0);
             m_fitRow = row;
             return;
         }
         m_asideRows.push_back(row);
         m_asideValues.push_back(value);
-        m_offsets.push_back(kAside);
+        setDistance(row, smallest(4));
         ++m_blockAside;
+    }
+    // The newest block is full: packs its rows in place at the width their distances need.
+    [[gnu::noinline]] void pack() {
+        Block& b = m_blocks.back();
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (size_t k = 0; k < kBlock; ++k) {
+            const int32_t d = distance(k);
+            if (d == smallest(4)) continue;
+            lo = std::min<int64_t>(lo, d);
+            hi = std::max<int64_t>(hi, d);
+        }
+        if (lo > hi) lo = hi = 0;  // every row aside
+        unsigned width = 1;
+        // distances from lo, moved to start just above the width's smallest (the mark)
+        while (width < 4 && hi - lo > (int64_t(1) << (8 * width)) - 2) ++width;
+        if (width == 4) return;  // stays as it is
+        const int64_t move = lo - (int64_t(smallest(width)) + 1);
+        uint8_t* out = m_bytes.data() + b.start();
+        for (size_t k = 0; k < kBlock; ++k) {
+            const int32_t d = distance(k);  // read before the write below, which ends before it
+            const int32_t e = d == smallest(4) ? smallest(width) : static_cast<int32_t>(d - move);
+            std::memcpy(out + k * width, &e, width);  // little-endian: its low bytes
+        }
+        b.base += static_cast<uint64_t>(move) << Shift;
+        b.startAndWidth = static_cast<uint64_t>(b.start()) << 2 | (width - 1);
+        m_bytes.resize(b.start() + kBlock * width + kPadding);
     }
     T aside(size_t i) const {
         const auto it = std::lower_bound(m_asideRows.begin(), m_asideRows.end(), static_cast<uint64_t>(i));
         return m_asideValues[static_cast<size_t>(it - m_asideRows.begin())];
     }
 
-    std::vector<int32_t> m_offsets;
-    std::vector<uint64_t> m_bases;      // a block's base, as bits
+    std::vector<uint8_t> m_bytes;  // the blocks' rows, then kPadding bytes
+    std::vector<Block> m_blocks;
     std::vector<uint64_t> m_asideRows;  // ascending
     std::vector<T> m_asideValues;
+    size_t m_rows = 0;
+    size_t m_newest = 0;  // where the newest block's rows start in m_bytes
     // the newest block while it fills: how many of its rows fit, the row of the one that does
     // when only one does, how many went aside
     size_t m_fitting = 0;

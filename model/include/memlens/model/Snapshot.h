@@ -106,10 +106,10 @@ struct TraceColumns {
     // Columns where nearly every row holds one value keep it once (SparseColumn).
     SparseColumn<StringId> actionName;  // the action's text where action is Other; 0 elsewhere
     std::vector<uint8_t> flags;
-    AddressColumn addr;  // for oom: device_free; 4 bytes a row (OffsetColumn)
+    AddressColumn addr;  // for oom: device_free; 1 to 4 bytes a row (OffsetColumn)
     DictionaryColumn size;  // the trace's distinct sizes once, a row their index (1, 2 or 4 bytes)
     SparseColumn<uint64_t> stream;
-    TimeColumn timeUs;  // 4 bytes a row (OffsetColumn)
+    TimeColumn timeUs;  // 1 to 4 bytes a row (OffsetColumn)
     IndexColumn stack;  // 1, 2 or 4 bytes a row: as many as the largest stack id needs
     SparseColumn<StringId> compileContext;
     SparseColumn<StringId> userMetadata;
