@@ -173,6 +173,35 @@ TEST(OffsetColumn, MemoryIsTheBlocksWidths) {
     }
 }
 
+// Copies hold the same values; a column moved from is empty and takes new rows, in a block of
+// its own from the first.
+TEST(OffsetColumn, CopiedAndMovedFrom) {
+    std::vector<int64_t> values;
+    TimeColumn c;
+    for (int i = 0; i < 200; ++i) {
+        values.push_back(1'700'000'000'000'000 + i * 40'000 + (i % 7 == 0 ? int64_t(1) << 40 : 0));
+        c.push_back(values.back());
+    }
+    const TimeColumn copy = c;
+    expectSame(copy, values);
+    TimeColumn moved = std::move(c);
+    expectSame(moved, values);
+    EXPECT_TRUE(c.empty());  // NOLINT(bugprone-use-after-move): what a moved-from column is
+    EXPECT_EQ(c.asideCount(), 0u);
+    std::vector<int64_t> again;
+    for (int i = 0; i < 70; ++i) {
+        again.push_back(int64_t(5) << 50 | i);
+        c.push_back(again.back());
+    }
+    expectSame(c, again);
+    TimeColumn assigned{1, 2, 3};
+    assigned = std::move(moved);
+    expectSame(assigned, values);
+    EXPECT_TRUE(moved.empty());  // NOLINT(bugprone-use-after-move)
+    assigned = copy;
+    expectSame(assigned, values);
+}
+
 TEST(OffsetColumn, EqualityComparesValues) {
     TimeColumn a{1, int64_t(1) << 40, 7}, b{1, int64_t(1) << 40, 7};
     EXPECT_TRUE(a == b);

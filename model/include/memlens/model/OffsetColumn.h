@@ -24,6 +24,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 namespace memlens::model {
@@ -36,9 +37,29 @@ public:
     using value_type = T;
     static constexpr size_t kBlock = 64;
 
-    OffsetColumn() { m_bytes.resize(kPadding); }
-    OffsetColumn(std::initializer_list<T> values) : OffsetColumn() {
+    OffsetColumn() = default;
+    OffsetColumn(std::initializer_list<T> values) {
         for (T v : values) push_back(v);
+    }
+    OffsetColumn(const OffsetColumn&) = default;
+    OffsetColumn& operator=(const OffsetColumn&) = default;
+    // A column moved from is empty (its counts go with its rows) and takes new rows.
+    OffsetColumn(OffsetColumn&& o) noexcept { swap(o); }
+    OffsetColumn& operator=(OffsetColumn&& o) noexcept {
+        OffsetColumn gone(std::move(o));
+        swap(gone);
+        return *this;
+    }
+    void swap(OffsetColumn& o) noexcept {
+        m_bytes.swap(o.m_bytes);
+        m_blocks.swap(o.m_blocks);
+        m_asideRows.swap(o.m_asideRows);
+        m_asideValues.swap(o.m_asideValues);
+        std::swap(m_rows, o.m_rows);
+        std::swap(m_newest, o.m_newest);
+        std::swap(m_fitting, o.m_fitting);
+        std::swap(m_fitRow, o.m_fitRow);
+        std::swap(m_blockAside, o.m_blockAside);
     }
     template <class Range>
     static OffsetColumn of(const Range& values) {
@@ -168,7 +189,7 @@ private:
     [[gnu::noinline]] void pushOther(size_t row, T value) {
         const uint64_t v = static_cast<uint64_t>(value);
         if (row % kBlock == 0) {
-            m_newest = m_bytes.size() - kPadding;
+            m_newest = m_bytes.empty() ? 0 : m_bytes.size() - kPadding;
             m_bytes.resize(m_newest + kBlock * 4 + kPadding);
             m_blocks.push_back({v, static_cast<uint64_t>(m_newest) << 2 | 3});
             setDistance(row, 0);
@@ -228,7 +249,7 @@ private:
         return m_asideValues[static_cast<size_t>(it - m_asideRows.begin())];
     }
 
-    std::vector<uint8_t> m_bytes;  // the blocks' rows, then kPadding bytes
+    std::vector<uint8_t> m_bytes;  // the blocks' rows, then kPadding bytes (none while there is no row)
     std::vector<Block> m_blocks;
     std::vector<uint64_t> m_asideRows;  // ascending
     std::vector<T> m_asideValues;
