@@ -58,7 +58,6 @@ public:
         m_asideRows.swap(o.m_asideRows);
         m_asideValues.swap(o.m_asideValues);
         std::swap(m_rows, o.m_rows);
-        std::swap(m_newest, o.m_newest);
         std::swap(m_fitting, o.m_fitting);
         std::swap(m_fitRow, o.m_fitRow);
         std::swap(m_blockAside, o.m_blockAside);
@@ -179,21 +178,23 @@ private:
         d = static_cast<int32_t>(q);
         return true;
     }
-    // The newest block's rows sit at 4 bytes each from m_newest (room for all 64 is made when it
+    // The newest block's rows sit at 4 bytes each from its start (room for all 64 is made when it
     // starts).
     int32_t distance(size_t k) const {
         int32_t d;
-        std::memcpy(&d, m_bytes.data() + m_newest + k * sizeof d, sizeof d);
+        std::memcpy(&d, m_bytes.data() + m_blocks.back().start() + k * sizeof d, sizeof d);
         return d;
     }
-    void setDistance(size_t row, int32_t d) { std::memcpy(m_bytes.data() + m_newest + (row % kBlock) * sizeof d, &d, sizeof d); }
+    void setDistance(size_t row, int32_t d) {
+        std::memcpy(m_bytes.data() + m_blocks.back().start() + (row % kBlock) * sizeof d, &d, sizeof d);
+    }
     // A row that starts a block or does not fit its block's base.
     [[gnu::noinline]] void pushOther(size_t row, T value) {
         const uint64_t v = static_cast<uint64_t>(value);
         if (row % kBlock == 0) {
-            m_newest = m_bytes.empty() ? 0 : m_bytes.size() - kPadding;
-            m_bytes.resize(m_newest + kBlock * 4 + kPadding);
-            m_blocks.push_back({v, static_cast<uint64_t>(m_newest) << 2 | 3});
+            const size_t start = m_bytes.empty() ? 0 : m_bytes.size() - kPadding;
+            m_bytes.resize(start + kBlock * 4 + kPadding);
+            m_blocks.push_back({v, static_cast<uint64_t>(start) << 2 | 3});
             setDistance(row, 0);
             m_fitting = 1;
             m_fitRow = row;
@@ -256,7 +257,6 @@ private:
     std::vector<uint64_t> m_asideRows;  // ascending
     std::vector<T> m_asideValues;
     size_t m_rows = 0;
-    size_t m_newest = 0;  // where the newest block's rows start in m_bytes
     // the newest block while it fills: how many of its rows fit, the row of the one that does
     // when only one does, how many went aside
     size_t m_fitting = 0;
