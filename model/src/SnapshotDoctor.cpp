@@ -75,7 +75,8 @@ void measureIterations(Context& c, uint64_t liveAtEnd) {
             if (first <= last) p = std::max(p, live.maxIn(first, last));
         }
         c.peaks.push_back(static_cast<uint64_t>(std::max<int64_t>(p, 0)));
-        const int64_t before = live.after(it.firstEntry > 0 ? it.firstEntry - 1 : it.firstEntry);
+        // after the entry before the first; for an iteration from entry 0, before the trace's first
+        const int64_t before = live.after(it.firstEntry - 1);
         c.baselines.push_back(static_cast<uint64_t>(std::max<int64_t>(before, 0)));
         c.ends.push_back(live.after(it.lastEntry));
     }

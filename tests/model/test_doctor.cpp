@@ -156,6 +156,32 @@ TEST(Doctor, AGraphKeptEveryIterationIsGraphKept) {
     }
 }
 
+// Inputs of varying length (batches of 64, 8, 48 and 8 MiB in turn) in a trace that starts with
+// the first iteration's batch, as a trace whose ring buffer overflowed, or a job without
+// parameters, does: the live bytes at the start of that iteration are those before the trace's
+// first entry (none here), not after it (its 64 MiB batch). Everything is freed within each
+// iteration, so each iteration starts from nothing and peaks at its batch, the 4 x 4 MiB
+// activations and the 512-byte loss.
+TEST(Doctor, InputsOfVaryingLengthFromTheTracesFirstEntryAreVariableLength) {
+    for (bool annotate : {true, false}) {
+        Job job;
+        job.annotate = annotate;
+        job.parameters = 0;
+        job.iterations = 8;
+        job.batches = {64 * MiB, 8 * MiB, 48 * MiB, 8 * MiB};
+        const Snapshot snap = snapshotOf(job);
+        ASSERT_EQ(snap.devices.at(0).trace.size[0], 64 * MiB) << "the trace starts with the first batch";
+        const DoctorReport r = diagnoseSnapshot(snap);
+        const Finding* f = findRule(r, rule::kVariableLength);
+        ASSERT_TRUE(f) << rulesOf(r);
+        // peaks: 80 MiB twice, 64 MiB twice, 24 MiB four times (each plus the loss's 512 bytes);
+        // the median (the 5th smallest of 8) is 64 MiB: the largest input sets 16 MiB more
+        EXPECT_EQ(f->bytes, 16 * MiB);
+        EXPECT_NE(f->title.find("from 24 MiB to 80 MiB"), std::string::npos) << f->title;
+        EXPECT_NE(f->evidence.find("within 0 B"), std::string::npos) << f->evidence;
+    }
+}
+
 // The summary's figures from the loop's own sizes: the forward pass peaks with the parameters,
 // the batch, every layer's activation, this iteration's kept output and the loss (plus, after
 // the first step, the optimizer's state and the outputs kept before); one output is kept a step.

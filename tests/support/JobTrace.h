@@ -24,6 +24,7 @@ struct Job {
     int iterations = 8;
     int layers = 4;
     uint64_t batch = 2 * MiB;
+    std::vector<uint64_t> batches;  // when given: iteration i's batch is batches[(i - 1) % size] (inputs of varying length)
     uint64_t activation = 4 * MiB;
     int parameters = 3;
     uint64_t parameter = 1 * MiB;
@@ -101,7 +102,8 @@ inline std::string pickle(const Job& job) {
         const bool cut = job.cutLast && i == total;
         const std::string name = "ProfilerStep#" + std::to_string(i);
         if (job.annotate) w.note("START", name);
-        const uint64_t batch = w.alloc(job.batch, userFrames("main", 35));
+        const uint64_t batchBytes = job.batches.empty() ? job.batch : job.batches[static_cast<size_t>(i - 1) % job.batches.size()];
+        const uint64_t batch = w.alloc(batchBytes, userFrames("main", 35));
         std::vector<uint64_t> acts;
         for (int l = 0; l < job.layers; ++l) {
             acts.push_back(w.alloc(job.activation, forwardFrames(job.sameLayerCode ? 0 : l)));
