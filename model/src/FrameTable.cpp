@@ -31,10 +31,8 @@ uint64_t hashFrames(const FrameId* ids, size_t n) {
 
 std::optional<FrameId> FrameTable::frame(const Value* items, size_t n) {
     // a frame dict starts with one of its own keys (torch writes name, filename, line, then the
-    // fx_* keys); trace entries of 4+ keys reach here too and leave at once
-    if (n > 8 && (items[0].tag != Tag::Str ||
-                  (items[0].ref != k_.name && items[0].ref != k_.filename && items[0].ref != k_.line)))
-        return std::nullopt;
+    // fx_* keys); trace entries of 5+ keys leave at once
+    if (!mayBeFrame(items, n)) return std::nullopt;
     FrameKey key{0, 0, 0, false};
     bool haveFile = false, haveName = false, ok = true;
     for (size_t i = 0; i + 1 < n && ok; i += 2) {

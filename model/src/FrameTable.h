@@ -23,6 +23,13 @@ public:
     // fx_node_name, fx_node_target, fx_original_trace; other keys ignored);
     // nullopt when they are not one.
     std::optional<FrameId> frame(const Value* items, size_t n);
+    // False where frame() would return nullopt at once: more than 4 keys and the first not one of
+    // a frame's own (torch writes name, filename, line first). Inline: every trace entry dict of
+    // 3 to 8 keys is asked, and is no frame.
+    bool mayBeFrame(const Value* items, size_t n) const {
+        return n <= 8 || (items[0].tag == Tag::Str &&
+                          (items[0].ref == k_.name || items[0].ref == k_.filename || items[0].ref == k_.line));
+    }
     StackId stack(const FrameId* ids, size_t n);
 
 private:
