@@ -5,6 +5,8 @@
 // Goal: check takes at most 2x the load time on the 1,000,000-entry bench file, measured in the
 // same run. Ends with one machine-readable line:
 //   RESULT entries=... load_s=... doctor_s=... doctor_to_load=... findings=... iterations=...
+#include "FileRepeatArgs.h"
+
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/SnapshotReader.h"
@@ -20,23 +22,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-int usage(const char* argv0) {
-    std::fprintf(stderr, "usage: %s FILE [--repeat N]\n", argv0);
-    return 2;
-}
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string path;
-    int repeat = 3;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
-        else if (a == "-h" || a == "--help") return usage(argv[0]), 0;
-        else if (path.empty() && a[0] != '-') path = a;
-        else return usage(argv[0]);
-    }
-    if (path.empty()) return usage(argv[0]);
+    FileRepeatArgs args;
+    if (const int code = parseFileRepeat(argc, argv, args); code >= 0) return code;
+    const std::string& path = args.path;
+    const int repeat = args.repeat;
     const auto t0 = Clock::now();
     Snapshot snap;
     try {

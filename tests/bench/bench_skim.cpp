@@ -13,6 +13,8 @@
 // so the load would take about a x (loaded), before merging the two parts' tables.
 // Ends with one machine-readable line:
 //   RESULT load_s=... skim_s=... loaded_s=... split_at=... projected_s=...
+#include "FileRepeatArgs.h"
+
 #include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotReader.h"
 
@@ -39,10 +41,6 @@ namespace {
 
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-int usage(const char* argv0) {
-    std::fprintf(stderr, "usage: %s FILE [--repeat N]\n", argv0);
-    return 2;
-}
 
 struct Skim {
     uint64_t memo = 0;     // slots MEMOIZE and the PUTs define (a PUT: its index + 1 at most)
@@ -160,16 +158,10 @@ private:
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string path;
-    int repeat = 3;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
-        else if (a == "-h" || a == "--help") return usage(argv[0]), 0;
-        else if (path.empty() && a[0] != '-') path = a;
-        else return usage(argv[0]);
-    }
-    if (path.empty()) return usage(argv[0]);
+    FileRepeatArgs args;
+    if (const int code = parseFileRepeat(argc, argv, args); code >= 0) return code;
+    const std::string& path = args.path;
+    const int repeat = args.repeat;
 
     const int fd = ::open(path.c_str(), O_RDONLY);
     struct stat st {};
