@@ -29,10 +29,7 @@ uint64_t hashFrames(const FrameId* ids, size_t n) {
 
 } // namespace
 
-std::optional<FrameId> FrameTable::frame(const Value* items, size_t n) {
-    // a frame dict starts with one of its own keys (torch writes name, filename, line, then the
-    // fx_* keys); trace entries of 5+ keys leave at once
-    if (!mayBeFrame(items, n)) return std::nullopt;
+std::optional<FrameId> FrameTable::readFrame(const Value* items, size_t n) {
     FrameKey key{0, 0, 0, false};
     bool haveFile = false, haveName = false, ok = true;
     for (size_t i = 0; i + 1 < n && ok; i += 2) {

@@ -21,18 +21,19 @@ public:
 
     // The frame of a frame dict's keys and values ({filename, name, line} and the optional fx_node_op,
     // fx_node_name, fx_node_target, fx_original_trace; other keys ignored);
-    // nullopt when they are not one.
-    std::optional<FrameId> frame(const Value* items, size_t n);
-    // False where frame() would return nullopt at once: more than 4 keys and the first not one of
-    // a frame's own (torch writes name, filename, line first). Inline: every trace entry dict of
-    // 3 to 8 keys is asked, and is no frame.
-    bool mayBeFrame(const Value* items, size_t n) const {
-        return n <= 8 || (items[0].tag == Tag::Str &&
-                          (items[0].ref == k_.name || items[0].ref == k_.filename || items[0].ref == k_.line));
+    // nullopt when they are not one. A dict of more than 4 keys whose first is not one of a
+    // frame's own (torch writes name, filename, line first) is refused here, inline: every trace
+    // entry dict of 3 to 8 keys is asked, and is no frame.
+    std::optional<FrameId> frame(const Value* items, size_t n) {
+        if (n > 8 && (items[0].tag != Tag::Str ||
+                      (items[0].ref != k_.name && items[0].ref != k_.filename && items[0].ref != k_.line)))
+            return std::nullopt;
+        return readFrame(items, n);
     }
     StackId stack(const FrameId* ids, size_t n);
 
 private:
+    std::optional<FrameId> readFrame(const Value* items, size_t n);
     struct FrameKey {
         StringId file, name;
         uint64_t line;

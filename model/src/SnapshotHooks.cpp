@@ -50,8 +50,7 @@ void SnapshotHooks::expandList(PickleDocument&, Value collapsed, std::vector<Val
 }
 
 bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
-    // a frame has 3 keys, up to 7 with the fx_* fields (and one more foreign key)
-    if (n >= 6 && n <= 16 && frames_.mayBeFrame(items, n)) {
+    if (n >= 6 && n <= 16) {  // a frame has 3 keys, up to 7 with the fx_* fields (and one more foreign key)
         if (auto f = frames_.frame(items, n)) {
             out = Value::node(Tag::Frame, *f);
             return true;
