@@ -41,7 +41,6 @@ namespace {
 
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-
 struct Skim {
     uint64_t memo = 0;     // slots MEMOIZE and the PUTs define (a PUT: its index + 1 at most)
     uint64_t opcodes = 0;  // memo-get runs count as one
@@ -50,7 +49,7 @@ struct Skim {
 };
 
 // Every opcode of a snapshot pickle, by how its argument is written: a fixed length, or a length
-// of 1, 4 or 8 bytes before it. Text opcodes (protocol 0) end at a newline.
+// of 1, 4 or 8 bytes before it. Text opcodes (protocol 0) end at a newline; PUT's text is its index.
 enum Kind : uint8_t { Bad, Fixed, Len1, Len4, Len8, Line, Memoize, Put1, Put4, Stop };
 
 struct Table {
@@ -60,7 +59,8 @@ struct Table {
         for (int c : std::initializer_list<int>{'(', ')', '}', ']', 'u', 'e', 'a', 's', 't', 'l', 'd', 'N', 0x88, 0x89, '0', '1', '2', 0x85, 0x86,
                       0x87, 0x8f, 0x90, 0x91})
             kind[c] = Fixed;
-        const int withBytes[][2] = {{'h', 1}, {'j', 4}, {'K', 1}, {'M', 2}, {'J', 4}, {'G', 8}, {0x95, 8}, {0x80, 1}};
+        // BINGET and LONG_BINGET: walked as runs, before the table is read
+        const int withBytes[][2] = {{'K', 1}, {'M', 2}, {'J', 4}, {'G', 8}, {0x95, 8}, {0x80, 1}};
         for (const auto& [c, n] : withBytes) {
             kind[c] = Fixed;
             fixed[c] = static_cast<uint8_t>(n);
@@ -123,6 +123,10 @@ Skim skim(const uint8_t* b, size_t n) {
         case Line: {
             const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
             if (!nl) return s.badAt = static_cast<uint64_t>(p - 1 - b), s;
+            if (op == 'p') {
+                const std::string index(reinterpret_cast<const char*>(p), static_cast<const uint8_t*>(nl) - p);
+                s.memo = std::max<uint64_t>(s.memo, std::strtoull(index.c_str(), nullptr, 10) + 1);
+            }
             p = static_cast<const uint8_t*>(nl) + 1;
             break;
         }
