@@ -201,7 +201,7 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         Value& v = items[i];
         if (!v.isContainer()) continue;
         if (v.ref == id) fail("a container is put into itself (cyclic data is refused)");
-        v = store(v);
+        v.assign(store(v));
         if (v.isContainer()) depth = std::max<uint32_t>(depth, doc_.node(v.ref).depth + 1u);
     }
     if (depth > limits_.maxDepth)
@@ -228,7 +228,7 @@ Value PickleMachine::makeTuple(size_t from) {
     auto id = makeNode(Tag::Tuple);
     uint32_t depth = 1;
     for (size_t i = from; i < stack_.size(); ++i) {
-        stack_[i] = store(stack_[i]);
+        stack_[i].assign(store(stack_[i]));
         if (stack_[i].isContainer()) depth = std::max<uint32_t>(depth, doc_.node(stack_[i].ref).depth + 1u);
     }
     if (depth > limits_.maxDepth)
@@ -388,6 +388,124 @@ Value shortLong(const uint8_t* p, unsigned n) {
 }
 } // namespace
 
+size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
+    if (avail < 4 || p[1] != 0x94 || p[2] != '(' || limits_.maxDepth < 2) return 0;
+    const uint64_t memoBase = memo_.size();
+    if (memoBase + kWholeDictItems + 1 >= kShared - 1) return 0;
+    Value* items = wholeItems_.get();
+    Value* puts = wholePuts_.get();  // the values MEMOIZE gives slots, in order; [0]: the dict's
+    size_t n = 0, putCount = 1;
+    size_t pos = 3;
+    for (;;) {
+        if (pos >= avail) return 0;
+        const uint8_t op = p[pos++];
+        if (n == kWholeDictItems || putCount > kWholeDictItems) return 0;
+        // written field by field (assign): a Value chosen in one branch of many otherwise goes
+        // through the stack frame, copied as overlapping words that stall
+        Value& v = items[n];
+        uint64_t idx;
+        switch (op) {
+        case 'u':
+            goto setitems;
+        case 'h':
+            if (pos + 1 > avail) return 0;
+            idx = p[pos++];
+            goto get;
+        case 'j':
+            if (pos + 4 > avail) return 0;
+            idx = le32(p + pos);
+            pos += 4;
+        get: {
+            // a slot of this dict's own is not set yet: left to run()
+            if (idx >= memoBase) return 0;
+            const uint32_t packed = memo_.read(idx);
+            const Tag tag = PackedMemo::tag(packed);
+            const uint32_t ref = PackedMemo::ref(packed);
+            if (!((tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide)) return 0;
+            v.assign(Value{0, ref, tag});
+            break;
+        }
+        case 'K':
+            if (pos + 1 > avail) return 0;
+            v.assign(Value::integer(p[pos++]));
+            break;
+        case 'M':
+            if (pos + 2 > avail) return 0;
+            v.assign(Value::integer(le16(p + pos)));
+            pos += 2;
+            break;
+        case 'J':
+            if (pos + 4 > avail) return 0;
+            v.assign(Value::integer(static_cast<int32_t>(le32(p + pos))));
+            pos += 4;
+            break;
+        case 0x8a: {  // LONG1 of 1 to 8 bytes
+            if (pos + 1 > avail) return 0;
+            const uint8_t len = p[pos++];
+            if (len - 1u >= 8u || pos + 8 > avail) return 0;
+            v.assign(shortLong(p + pos, len));
+            pos += len;
+            break;
+        }
+        case 'N':
+            v.assign(Value::none());
+            break;
+        case 0x88:
+        case 0x89:
+            v.assign(Value::boolean(op == 0x88));
+            break;
+        case 0x8c: {  // SHORT_BINUNICODE, memoised or not
+            if (pos + 1 > avail) return 0;
+            const uint8_t len = p[pos++];
+            if (pos + len > avail) return 0;
+            v.assign(makeString(p + pos, len, false));
+            pos += len;
+            if (pos < avail && p[pos] == 0x94) {
+                ++pos;
+                puts[putCount++].assign(v);
+            }
+            break;
+        }
+        case ']': {  // a memoised list: empty, or memo gets of frames closed by APPENDS
+            if (pos >= avail || p[pos] != 0x94) return 0;
+            ++pos;
+            if (pos < avail && p[pos] == '(') {
+                const size_t len = measureMemoGetRun(p + pos + 1, avail - pos - 1);
+                Value stack;
+                if (!len || !hooks_->absorbMemoRun(doc_, MemoGetRun({p + pos + 1, len}, memo_, wideRefs_), stack)) return 0;
+                v.assign(stack);
+                pos += 1 + len;
+            } else {
+                v.assign(emptyList());  // what store() makes of an empty list
+            }
+            puts[putCount++].assign(v);
+            break;
+        }
+        case 0x95:  // FRAME, advisory
+            if (pos + 8 > avail) return 0;
+            pos += 8;
+            continue;
+        default:
+            return 0;
+        }
+        ++n;
+    }
+setitems:
+    if (n < 4 || n % 2 != 0) return 0;
+    {
+        Value out;
+        if (!hooks_->absorbDict(doc_, items, n, out)) return 0;
+        // the slots as run() leaves them: the dict's holds what it was absorbed into, a list's
+        // the stack (or the empty list), a string's the string
+        puts[0].assign(out);
+        for (size_t i = 0; i < putCount; ++i) memoPut(memo_.size(), puts[i]);
+        push(out);
+    }
+    ++wholeDictsRead_;
+    return pos;
+}
+
+
 // The opcodes that make up nearly all of a snapshot are dispatched through a table of labels,
 // each ending in its own jump to the next opcode (threaded code: the processor predicts each of
 // those jumps separately); everything else goes through the switch. The labels read through a
@@ -411,7 +529,7 @@ Value shortLong(const uint8_t* p, unsigned n) {
     } while (0)
 #define MEMLENS_NEXT_OPCODE()                                                                     \
     do {                                                                                          \
-        if (++tick == 65536) [[unlikely]] {                                                       \
+        if (++tick >= 65536) [[unlikely]] {                                                       \
             tick = 0;                                                                             \
             if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();             \
             MEMLENS_SYNC();                                                                       \
@@ -491,6 +609,13 @@ mark:
     if (hooks_ && !stack_.empty() && stack_.back().tag == Tag::List) p += memoGetRun(p, static_cast<size_t>(end - p));
     MEMLENS_NEXT_OPCODE();
 empty_dict:
+    if (hooks_ && limits_.wholeDicts) {
+        if (const size_t taken = wholeDict(p - 1, static_cast<size_t>(end - (p - 1)))) {
+            p += taken - 1;
+            tick += static_cast<uint32_t>(taken >> 2);  // about the opcodes it stood for: progress and cancel keep their pace
+            MEMLENS_NEXT_OPCODE();
+        }
+    }
     push(Value::node(Tag::Dict, makeNode(Tag::Dict)));
     MEMLENS_NEXT_OPCODE();
 empty_list:

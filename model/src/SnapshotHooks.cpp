@@ -56,8 +56,8 @@ bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
             return true;
         }
     }
-    if (auto r = rows_.fromItems(items, n)) {
-        out = Value::node(Tag::Row, *r);
+    if (uint32_t r; rows_.fromItems(items, n, r)) {
+        out = Value::node(Tag::Row, r);
         return true;
     }
     if (auto b = blocks_.fromItems(items, n)) {

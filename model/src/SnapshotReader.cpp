@@ -73,7 +73,9 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
     Value root;
     int protocol = 0;
     {  // the machine's memo (8 bytes a memoised value) is gone before the tree is built
-        PickleMachine machine(in, doc, &hooks);
+        PickleLimits limits;
+        limits.wholeDicts = options.wholeDicts;
+        PickleMachine machine(in, doc, &hooks, limits);
         PickleMachine::Progress progress;
         if (options.progress)
             progress = [&](uint64_t off, uint64_t size) {

@@ -157,7 +157,11 @@ Action TraceRows::actionOf(StringId name) {
     return static_cast<uint32_t>(t.rows() - 1);
 }
 
-std::optional<uint32_t> TraceRows::fromItems(const Value* items, size_t n) { return read(items, n, nullptr); }
+bool TraceRows::fromItems(const Value* items, size_t n, uint32_t& row) {
+    const auto r = read(items, n, nullptr);
+    if (r) row = *r;
+    return r.has_value();
+}
 
 uint32_t TraceRows::fromDict(uint32_t node, const std::string& path) {
     tmpItems_.clear();

@@ -20,8 +20,10 @@ class TraceRows {
 public:
     TraceRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes);
 
-    // The row of a trace entry dict's keys and values; nullopt when they are not one.
-    std::optional<uint32_t> fromItems(const Value* items, size_t n);
+    // The row of a trace entry dict's keys and values into row; false when they are not one. (Not
+    // an optional: returned from this call, out of line, it was built in memory by two narrow
+    // stores and read back as one word, a stall the store buffer cannot forward, for every entry.)
+    bool fromItems(const Value* items, size_t n, uint32_t& row);
     // The row of an entry dict left in the tree (at path); throws a ParseError naming the key when
     // it is not one.
     uint32_t fromDict(uint32_t node, const std::string& path);

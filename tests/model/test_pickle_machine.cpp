@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <span>
 #include <string>
 
@@ -319,4 +320,170 @@ TEST(PickleMachine, StoredEmptyListsShareOneNode) {
     const std::string changed = std::string("\x80\x04]\x94(]\x94" "eh\x01\x8c\x01x" "a.", 16);
     EXPECT_NE(std::string(refusal(changed).what()).find("changed after it was used"), std::string::npos)
         << refusal(changed).what();
+}
+
+namespace {
+
+using namespace testpickle;
+
+// Text of a value, whatever holds it: a dict and the row it was absorbed into read the same, and
+// so do a list and the stack a run of memo gets became.
+struct Rendered {
+    const PickleDocument& doc;
+    const std::vector<std::string>& rows;
+    const std::vector<std::string>& stacks;
+    std::string operator()(const Value& v) const {
+        switch (v.tag) {
+        case Tag::None: return "None";
+        case Tag::Bool: return v.bits ? "True" : "False";
+        case Tag::Int: return std::to_string(v.asInt());
+        case Tag::UInt: return std::to_string(v.asUInt());
+        case Tag::Str: return "'" + std::string(doc.strings.view(v.ref)) + "'";
+        case Tag::Row: return rows.at(v.ref);
+        case Tag::Stack: return stacks.at(v.ref);
+        case Tag::List:
+        case Tag::Dict:
+        case Tag::Tuple: {
+            const auto& nd = doc.node(v.ref);
+            if (nd.isCollapsed()) return (*this)(nd.collapsedValue());
+            std::string out = v.tag == Tag::List ? "[" : v.tag == Tag::Dict ? "{" : "(";
+            size_t i = 0;
+            doc.forEach(v.ref, [&](const Value& x) {
+                out += (*this)(x) + (v.tag != Tag::Dict ? "," : i % 2 == 0 ? "=" : ";");
+                ++i;
+            });
+            return out + (v.tag == Tag::List ? "]" : v.tag == Tag::Dict ? "}" : ")");
+        }
+        default: return "?";
+        }
+    }
+};
+
+// The same text from the values written, independently of the machine.
+std::string renderPy(const P& p) {
+    switch (p->kind) {
+    case Py::None: return "None";
+    case Py::Bool: return p->i ? "True" : "False";
+    case Py::Int: return std::to_string(p->i);
+    case Py::UInt: return std::to_string(p->u);
+    case Py::Float: return "?";
+    case Py::Str: return "'" + p->s + "'";
+    case Py::List:
+    case Py::Tuple: {
+        std::string out = p->kind == Py::List ? "[" : "(";
+        for (const auto& x : p->items) out += renderPy(x) + ",";
+        return out + (p->kind == Py::List ? "]" : ")");
+    }
+    case Py::Dict: {
+        std::string out = "{";
+        for (const auto& [k, v] : p->kv) out += renderPy(k) + "=" + renderPy(v) + ";";
+        return out + "}";
+    }
+    }
+    return "?";
+}
+
+// Absorbs as a snapshot's hooks do: a dict of 4 to 64 items with str keys into a row, a run of
+// memo gets of strings into a stack (interned by its text, as frames lists are).
+struct RowHooks : PickleHooks {
+    std::vector<std::string> rows, stacks;
+    Value collapse(PickleDocument&, Value v) override { return v; }
+    bool absorbDict(PickleDocument& doc, const Value* items, size_t n, Value& out) override {
+        if (n < 4 || n > 64) return false;
+        std::string text = "{";
+        for (size_t i = 0; i < n; ++i) {
+            if (i % 2 == 0 && items[i].tag != Tag::Str) return false;
+            text += Rendered{doc, rows, stacks}(items[i]) + (i % 2 == 0 ? "=" : ";");
+        }
+        rows.push_back(text + "}");
+        out = Value::node(Tag::Row, static_cast<uint32_t>(rows.size() - 1));
+        return true;
+    }
+    bool absorbMemoRun(PickleDocument& doc, const MemoGetRun& run, Value& out) override {
+        std::string text = "[";
+        if (!run.forEachSlot([&](const MemoSlot& s) {
+                if (s.tag != Tag::Str) return false;
+                text += "'" + std::string(doc.strings.view(s.ref)) + "',";
+                return true;
+            }))
+            return false;
+        text += "]";
+        auto it = std::find(stacks.begin(), stacks.end(), text);
+        if (it == stacks.end()) it = stacks.insert(stacks.end(), text);
+        out = Value::node(Tag::Stack, static_cast<uint32_t>(it - stacks.begin()));
+        return true;
+    }
+};
+
+struct HookedLoad {
+    PickleDocument doc;
+    RowHooks hooks;
+    Value root;
+    uint64_t whole = 0;
+    std::string text() const { return Rendered{doc, hooks.rows, hooks.stacks}(root); }
+};
+
+std::unique_ptr<HookedLoad> loadHooked(const std::string& bytes, bool wholeDicts) {
+    auto out = std::make_unique<HookedLoad>();
+    ByteReader in(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    PickleLimits limits;
+    limits.wholeDicts = wholeDicts;
+    PickleMachine m(in, out->doc, &out->hooks, limits);
+    out->root = m.run();
+    out->whole = m.wholeDictsRead();
+    return out;
+}
+
+} // namespace
+
+// Dicts written whole are read past the stack where they can be (scalars, short strings, memo
+// gets, empty lists and runs of memo gets), and left to the stack otherwise; either way the
+// values, the rows, the stacks and the memo (a dict and a list read again by a memo get) are what
+// the stack alone gives, and what was written.
+TEST(PickleMachine, DictsReadWholeGiveWhatTheStackGives) {
+    P act = str("alloc"), fa = str("f.py:1"), fb = str("g.py:2"), fc = str("h.py:3");
+    P twice = str("N/A");
+    P shared = list({fb, fc});
+    auto entry = [&](int64_t size, P frames, std::vector<std::pair<std::string, P>> more = {}) {
+        std::vector<std::pair<std::string, P>> kv = {{"action", act}, {"addr", unum(0x7f0000001000 + size)},
+                                                     {"size", num(size)}, {"frames", frames}};
+        kv.insert(kv.end(), more.begin(), more.end());
+        return dict(kv);
+    };
+    P again = entry(4096, list({fa, fb}));
+    std::vector<P> dicts = {
+        dict({{"a", fa}, {"b", fb}, {"c", fc}}),        // whole: new strings, memoised
+        entry(1, list({fa, fb, fc})),                   // whole: a run of memo gets
+        entry(300, list({fc, fa})),                     // whole
+        entry(70000, list({fa, fb, fc, fa})),           // whole
+        entry(2, list()),                               // whole: an empty list
+        entry(3, list({fa})),                           // stack: one item is APPEND
+        entry(4, list({fa}), {{"cc", twice}, {"um", twice}}),  // stack: a get of its own slot
+        entry(5, list({fa, fb}), {{"meta", dict({{"k", num(1)}})}}),  // stack: a dict inside
+        entry(6, list({fa, fb}), {{"big", unum(uint64_t(1) << 63)}}),  // stack: a 9-byte LONG1
+        entry(7, list({fa, fb}), {{"t", tuple({num(1), num(2)})}}),    // stack: a tuple
+        entry(8, list({fa, fb}), {{"long", str(std::string(300, 'x'))}}),  // stack: BINUNICODE
+        entry(9, list({fa, num(5)})),                   // stack: not only memo gets
+        entry(10, shared),                              // whole
+        entry(11, shared),                              // whole: the list again, a memo get
+        entry(12, list({fb, fa}), {{"none", none()}, {"yes", boolean(true)}, {"no", boolean(false)}}),  // whole
+        again,                                          // whole
+        again,                                          // a memo get of the dict
+        dict({{"only", num(1)}}),                       // stack: SETITEM
+    };
+    const uint64_t expectedWhole = 9;
+    const std::string written = renderPy(list(dicts));
+    const std::string bytes = dumps(list(dicts), 4);
+    auto whole = loadHooked(bytes, true);
+    auto stack = loadHooked(bytes, false);
+    EXPECT_EQ(whole->whole, expectedWhole);
+    EXPECT_EQ(stack->whole, 0u);
+    EXPECT_EQ(whole->text(), written);
+    EXPECT_EQ(stack->text(), written);
+    EXPECT_EQ(whole->hooks.rows, stack->hooks.rows);
+    EXPECT_EQ(whole->hooks.stacks, stack->hooks.stacks);
+    // protocol 2 memoises with BINPUT: nothing is read whole, and the values are the same
+    auto proto2 = loadHooked(dumps(list(dicts), 2), true);
+    EXPECT_EQ(proto2->whole, 0u);
+    EXPECT_EQ(proto2->text(), written);
 }

@@ -1,4 +1,5 @@
 // The snapshot reader on synthetic files of every layout, and on the real snapshots.
+#include "Oracle.h"
 #include "RealSnapshots.h"
 #include "Synthetic.h"
 
@@ -458,4 +459,36 @@ TEST(SnapshotReader, OneFilledTraceListBesideEmptyOnes) {
         EXPECT_EQ(d1->trace.addr[2], 0x1000u);
         EXPECT_EQ(d1->trace.size[1], 512u);
     }
+}
+
+// Trace entries written by Python's own pickle in every shape the whole-dict path reads or leaves
+// to the stack (tests/tools/whole_dict_snapshot.py), with FRAME opcodes among them: read either
+// way, each entry is what Python reads back.
+TEST(SnapshotReader, EntriesReadWholeOrThroughTheStackAreWhatPythonReads) {
+    const auto path = std::filesystem::temp_directory_path() / ("memlens-whole-" + std::to_string(::getpid()) + ".pickle");
+    const auto made = oracle::runCommand(oracle::shellQuoted(MEMLENS_PYTHON) + " " +
+                                         oracle::shellQuoted(MEMLENS_SOURCE_DIR "/tests/tools/whole_dict_snapshot.py") +
+                                         " " + oracle::shellQuoted(path.string()));
+    ASSERT_EQ(made.status, 0) << "whole_dict_snapshot.py did not run";
+    const auto expected = nlohmann::json::parse(made.output);
+    ASSERT_GT(expected.size(), 6000u);
+    for (bool whole : {true, false}) {
+        SCOPED_TRACE(whole ? "read whole" : "through the stack");
+        LoadOptions options;
+        options.wholeDicts = whole;
+        const Snapshot snap = readSnapshotFile(path.string(), options);
+        const TraceColumns& t = snap.devices.at(0).trace;
+        ASSERT_EQ(t.rows(), expected.size());
+        for (size_t i = 0; i < t.rows(); ++i) {
+            const auto& e = expected[i];
+            SCOPED_TRACE(i);
+            ASSERT_EQ(actionName(t.action[i]), e["action"].get<std::string>());
+            ASSERT_EQ(t.addr[i], e["addr"].get<uint64_t>());
+            ASSERT_EQ(t.size[i], e["size"].get<uint64_t>());
+            ASSERT_EQ(t.timeUs[i], e["time_us"].get<int64_t>());
+            ASSERT_EQ(stackText(snap, t.stack[i]), e["frames"].get<std::vector<std::string>>());
+            ASSERT_EQ(snap.str(t.compileContext[i]), e["compile_context"].get<std::string>());
+        }
+    }
+    std::filesystem::remove(path);
 }

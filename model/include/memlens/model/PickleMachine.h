@@ -115,6 +115,9 @@ struct PickleLimits {
     // Memoised references from this value on are kept beside the packed memo (at most
     // PackedMemo::kWide; tests set it low to take that path with small files).
     uint32_t memoWideFrom = PackedMemo::kWide;
+    // A dict written whole (a trace entry, a block, a frame) is read from its bytes past the
+    // stack where the hooks absorb it (the same result; tests turn this off to compare).
+    bool wholeDicts = true;
 };
 
 // The machine's stack: a plain growable array whose push stays inline in the opcode loop.
@@ -130,7 +133,7 @@ public:
     [[gnu::always_inline]] void push_back(Value v) {
         if (size_ == cap_) [[unlikely]]
             grow();
-        data_[size_++] = v;
+        data_[size_++].assign(v);
     }
     void reserve(size_t n) {
         while (cap_ < n) grow();
@@ -160,6 +163,8 @@ public:
     Value run(const Progress& progress = {}, const std::atomic<bool>* cancel = nullptr);
 
     int protocol() const { return protocol_; }
+    // How many dicts were read whole, past the stack (PickleLimits::wholeDicts).
+    uint64_t wholeDictsRead() const { return wholeDictsRead_; }
 
 private:
     [[noreturn]] void fail(const std::string& what) const;
@@ -199,6 +204,16 @@ private:
     Value emptyList();  // the node that stands for every unshared empty list once it is stored
     uint32_t emptyList_ = PickleDocument::kNone;
     [[gnu::always_inline]] inline size_t memoGetRun(const uint8_t* p, size_t avail);  // in run(): once per list
+    // A dict written whole in the bytes at p (EMPTY_DICT MEMOIZE MARK, keys and values, SETITEMS),
+    // its values scalars, short strings, memo gets of strings and collapsed values, and frames
+    // lists of memo gets: a trace entry, a block, a frame. Read without the stack and offered to
+    // the hooks' absorbDict; returns the bytes taken, or 0 (anything else, or not absorbed) to
+    // leave it to run(), nothing changed but strings and stacks interned.
+    size_t wholeDict(const uint8_t* p, size_t avail);
+    static constexpr size_t kWholeDictItems = 64;  // absorbDict takes no more
+    uint64_t wholeDictsRead_ = 0;
+    std::unique_ptr<Value[]> wholeItems_ = std::make_unique<Value[]>(kWholeDictItems);
+    std::unique_ptr<Value[]> wholePuts_ = std::make_unique<Value[]>(kWholeDictItems + 1);
     static size_t measureMemoGetRun(const uint8_t* p, size_t avail);
     Value makeString(const uint8_t* p, uint64_t n, bool bytes);
 

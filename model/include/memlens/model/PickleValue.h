@@ -46,6 +46,16 @@ struct Value {
     int64_t asInt() const { return static_cast<int64_t>(bits); }
     uint64_t asUInt() const { return bits; }
     double asFloat() const;
+
+    // Field by field. A plain copy moves the 13 bytes of data as two overlapping words, [0, 8)
+    // and [5, 13); where the source was just stored from the two registers a Value is returned in,
+    // the second word reads across both stores, the store buffer cannot forward it, and the
+    // pickle machine stalls on its hottest copies (a push, a stored item).
+    [[gnu::always_inline]] void assign(Value v) {
+        bits = v.bits;
+        ref = v.ref;
+        tag = v.tag;
+    }
 };
 
 const char* tagName(Tag t);

@@ -15,6 +15,9 @@ struct LoadOptions {
     std::function<void(const char* phase, double fraction)> progress;
     // Set to true from any thread to stop the load; it then throws Cancelled.
     const std::atomic<bool>* cancel = nullptr;
+    // false: every dict goes through the pickle machine's stack, none is read whole from its
+    // bytes (PickleLimits::wholeDicts). The same Snapshot either way; tests compare the two.
+    bool wholeDicts = true;
 };
 
 // Throw ParseError (use describe(path) for the one-line message) or Cancelled.
