@@ -514,6 +514,14 @@ DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
     return snapshotState(*d, device, blockAllocs(*d, lastAllocs(d->trace)), static_cast<int64_t>(d->trace.rows()) - 1);
 }
 
+DeviceState initialDeviceState(const Snapshot& snapshot, int device) {
+    const DeviceData* d = snapshot.device(device);
+    // checkpoints every rows + 1 entries: only the two ends, the state before the first entry and
+    // the snapshot's own
+    const size_t rows = d ? d->trace.rows() : 0;
+    return StateHistory(snapshot, device, rows + 1).stateAfter(-1);
+}
+
 DeviceState StateHistory::stateAfter(int64_t at) const {
     int64_t n = entries();
     at = std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1);

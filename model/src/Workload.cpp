@@ -5,7 +5,6 @@
 #include "memlens/model/HugePages.h"
 
 #include <algorithm>
-#include <optional>
 #include <set>
 
 namespace memlens::model {
@@ -34,9 +33,8 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
 
     // the state before the first entry
     {
-        std::optional<StateHistory> own;
-        if (!given) own.emplace(snapshot, device);
-        const DeviceState st = (given ? *given : *own).stateAfter(-1);
+        // without a history, only this state is needed: no checkpoints on the way to it
+        const DeviceState st = given ? given->stateAfter(-1) : initialDeviceState(snapshot, device);
         for (const StateSegment& s : st.segments) {
             InitialSegment seg;
             seg.address = s.address;

@@ -318,3 +318,36 @@ TEST(AllocatorState, EveryLiveBlocksAllocIsTheTracesOwn) {
         }
     }
 }
+
+// The state before the first entry without the history's checkpoints is the history's own, on
+// every real snapshot's every device (their histories are checked against plain rewinding above).
+TEST(AllocatorState, InitialDeviceStateIsTheHistorysFirst) {
+    auto files = realSnapshots();
+    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    for (const auto& f : files) {
+        Snapshot snap = readSnapshotFile(f.string());
+        for (const auto& d : snap.devices) {
+            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
+            const DeviceState a = initialDeviceState(snap, d.device);
+            const DeviceState b = StateHistory(snap, d.device).stateAfter(-1);
+            EXPECT_EQ(a.at, -1);
+            EXPECT_EQ(a.reservedBytes, b.reservedBytes);
+            EXPECT_EQ(a.allocatedBytes, b.allocatedBytes);
+            EXPECT_EQ(a.requestedBytes, b.requestedBytes);
+            EXPECT_EQ(a.freeBytes, b.freeBytes);
+            ASSERT_EQ(a.segments.size(), b.segments.size());
+            for (size_t i = 0; i < a.segments.size(); ++i) {
+                ASSERT_EQ(a.segments[i].address, b.segments[i].address);
+                ASSERT_EQ(a.segments[i].blocks.size(), b.segments[i].blocks.size());
+                for (size_t j = 0; j < a.segments[i].blocks.size(); ++j) {
+                    const StateBlock &x = a.segments[i].blocks[j], &y = b.segments[i].blocks[j];
+                    ASSERT_EQ(x.address, y.address);
+                    ASSERT_EQ(x.size, y.size);
+                    ASSERT_EQ(x.kind, y.kind);
+                    ASSERT_EQ(x.allocIndex, y.allocIndex);
+                }
+            }
+        }
+    }
+    EXPECT_TRUE(initialDeviceState(readSnapshotFile(files.front().string()), 7).segments.empty());
+}

@@ -58,6 +58,9 @@ struct DeviceState {
 // block with the trace entry that allocated it. Equal to StateHistory::stateAfter(entries - 1),
 // for the cost of one pass over the trace instead of the history's rewinding.
 DeviceState finalDeviceState(const Snapshot& snapshot, int device);
+// The state before the first trace entry: StateHistory::stateAfter(-1), for the cost of the
+// history's one rewind without the checkpoints it keeps on the way.
+DeviceState initialDeviceState(const Snapshot& snapshot, int device);
 
 class StateHistory {
 public:
