@@ -10,14 +10,18 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 namespace memlens::capture {
 
 SocketDir::~SocketDir() {
     if (fd >= 0) ::close(fd);
-    if (!path.empty()) ::unlink(path.c_str());
-    if (!dir.empty()) ::rmdir(dir.c_str());
+    // the directory with what else was written into it (attach's injected script): rmdir alone
+    // left it behind, one in /tmp per attach
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
 }
 
 void makeSocket(SocketDir& s) {

@@ -1,6 +1,7 @@
 #pragma once
 // The recorder's socket: a fresh 0700 directory (under $XDG_RUNTIME_DIR, $TMPDIR or /tmp) holding
-// agent.sock, listening; both are removed however the recorder leaves.
+// agent.sock, listening; the directory, with anything else written into it (attach's injected
+// script), is removed however the recorder leaves.
 #include <string>
 
 namespace memlens::capture {

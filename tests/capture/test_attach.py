@@ -7,7 +7,7 @@ process ending), never for a fixed time. Each case runs the same job unattached 
 exit status must be equal.
 
 Cases: end (attached until the job exits), detach (Ctrl-C mid-run: the job goes on, nothing
-left behind), duration (--duration detaches on its own), errors (one line, exit 1: attached
+left behind, in the job or in memlens-cli's TMPDIR), duration (--duration detaches on its own), errors (one line, exit 1: attached
 twice, no such process, not Python, no torch, no permission, no debugger, a job under record).
 Usage: test_attach.py --cli memlens-cli --python /usr/bin/python3 --case NAME"""
 
@@ -101,10 +101,31 @@ def unattached(gates, residue=False, device=None):
     return job.finish()
 
 
+def sockets():
+    """Where memlens-cli attach makes its socket directory here (its TMPDIR): to see it there while
+    attached, and gone afterwards."""
+    d = os.path.join(TMP, "sockets")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def attach(pid, out, *extra):
+    env = dict(os.environ, TMPDIR=sockets())
+    env.pop("XDG_RUNTIME_DIR", None)
     p = subprocess.Popen([A.cli, "attach", str(pid), "-o", out] + list(extra), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, universal_newlines=True)
+                         stderr=subprocess.STDOUT, universal_newlines=True, env=env)
     return p, Lines(p.stdout)
+
+
+def socket_dir_made():
+    made = os.listdir(sockets())
+    check(len(made) == 1 and made[0].startswith("memlens-"),
+          "memlens-cli attach makes its socket directory in its TMPDIR (%s)" % made)
+
+
+def nothing_left():
+    left = [os.path.join(d, f) for d, _, files in os.walk(sockets()) for f in files] + os.listdir(sockets())
+    check(left == [], "memlens-cli attach leaves nothing in its TMPDIR: socket, directory, injected script (%s)" % left)
 
 
 def cli_json(*args):
@@ -129,12 +150,14 @@ def case_end():
     out = os.path.join(TMP, "end.memlens")
     cli, lines = attach(job.p.pid, out)
     lines.wait_for("memlens: attached to process %d" % job.p.pid, "memlens-cli reports the attach")
+    socket_dir_made()
     job.open_gate(3)
     rc, text = job.finish()
     check(rc == want_rc == 0 and text == want_out,
           "the job's output and exit status equal an unattached run's (exit %d)" % rc)
     crc = cli.wait(timeout=120)
     check(crc == 0, "memlens-cli attach ends with the job, exit 0 (%s)" % lines.text().strip()[-300:])
+    nothing_left()
     s = cli_json("session", out, "--json")
     check(s["process"]["pid"] == job.p.pid and s["finished"] and not s["live"],
           "the session is the job's (pid %d), finished" % job.p.pid)
@@ -164,11 +187,13 @@ def case_detach():
     out = os.path.join(TMP, "detach.memlens")
     cli, lines = attach(job.p.pid, out)
     lines.wait_for("memlens: attached to process", "memlens-cli reports the attach")
+    socket_dir_made()
     job.open_gate(3)
     job.at_gate(6)
     cli.send_signal(signal.SIGINT)
     crc = cli.wait(timeout=120)
     check(crc == 0, "Ctrl-C: memlens-cli detaches and exits 0")
+    nothing_left()
     check(job.p.poll() is None, "the job still runs after the detach")
     job.open_gate(6)
     rc, text = job.finish()
@@ -197,6 +222,7 @@ def case_duration():
     lines.wait_for("memlens: detaching", "--duration 0.5 detaches")
     crc = cli.wait(timeout=120)
     check(crc == 0 and job.p.poll() is None, "memlens-cli exits 0; the job waits at its gate, still running")
+    nothing_left()
     job.open_gate(3)
     job.at_gate(6)
     job.open_gate(6)
