@@ -163,6 +163,21 @@ std::vector<std::string> fullLayout(const DeviceState& st) {
     }
     return out;
 }
+
+// Calls f(file, snapshot, device) for every device of every real snapshot, under a trace naming
+// both; false when there are none (the test then skips).
+template <class F>
+bool forEachRealDevice(F&& f) {
+    const auto files = realSnapshots();
+    for (const auto& file : files) {
+        const Snapshot snap = readSnapshotFile(file.string());
+        for (const auto& d : snap.devices) {
+            SCOPED_TRACE(file.filename().string() + " device " + std::to_string(d.device));
+            f(file, snap, d);
+        }
+    }
+    return !files.empty();
+}
 } // namespace
 
 TEST(AllocatorState, CheckpointsGiveTheSameStatesAsPlainRewinding) {
@@ -209,50 +224,45 @@ TEST(AllocatorState, FinalDeviceStateOfASmallTrace) {
 }
 
 TEST(AllocatorState, FinalDeviceStateIsTheFilesOwnStateWithEachBlocksAlloc) {
-    auto files = realSnapshots();
-    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
-    for (const auto& f : files) {
-        Snapshot snap = readSnapshotFile(f.string());
-        for (const auto& d : snap.devices) {
-            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
-            const DeviceState st = finalDeviceState(snap, d.device);
-            // the blocks and totals as Python's pickle reads the file (tests/tools/snapshot_oracle.py)
-            auto expected = oracle::run({"state", f.string(), "--device", std::to_string(d.device)});
-            ASSERT_TRUE(expected) << "the oracle failed";
-            EXPECT_EQ(st.reservedBytes, expected->at("reserved_bytes").get<uint64_t>());
-            EXPECT_EQ(st.allocatedBytes, expected->at("allocated_bytes").get<uint64_t>());
-            EXPECT_EQ(st.largestFreeBlock, expected->at("largest_free_block").get<uint64_t>());
-            const auto& segs = expected->at("segments");
-            ASSERT_EQ(st.segments.size(), segs.size());
-            const TraceColumns& t = d.trace;
-            for (size_t i = 0; i < segs.size(); ++i) {
-                const auto& blocks = segs[i].at("blocks");
-                ASSERT_EQ(st.segments[i].blocks.size(), blocks.size()) << "segment " << i;
-                for (size_t j = 0; j < blocks.size(); ++j) {
-                    const StateBlock& b = st.segments[i].blocks[j];
-                    ASSERT_EQ(b.address, blocks[j].at("address").get<uint64_t>());
-                    ASSERT_EQ(b.size, blocks[j].at("size").get<uint64_t>());
-                    if (b.kind == StateBlockKind::Free) continue;
-                    // the alloc entry: the last alloc at the address with no free after it
-                    int64_t alloc = -1;
-                    for (int64_t k = static_cast<int64_t>(t.rows()) - 1; k >= 0; --k) {
-                        if (t.addr[k] != b.address) continue;
-                        if (t.action[k] == Action::Free || t.action[k] == Action::FreeCompleted) break;
-                        if (t.action[k] == Action::Alloc) {
-                            alloc = k;
-                            break;
-                        }
+    const bool any = forEachRealDevice([](const std::filesystem::path& file, const Snapshot& snap, const DeviceData& d) {
+        const DeviceState st = finalDeviceState(snap, d.device);
+        // the blocks and totals as Python's pickle reads the file (tests/tools/snapshot_oracle.py)
+        auto expected = oracle::run({"state", file.string(), "--device", std::to_string(d.device)});
+        ASSERT_TRUE(expected) << "the oracle failed";
+        EXPECT_EQ(st.reservedBytes, expected->at("reserved_bytes").get<uint64_t>());
+        EXPECT_EQ(st.allocatedBytes, expected->at("allocated_bytes").get<uint64_t>());
+        EXPECT_EQ(st.largestFreeBlock, expected->at("largest_free_block").get<uint64_t>());
+        const auto& segs = expected->at("segments");
+        ASSERT_EQ(st.segments.size(), segs.size());
+        const TraceColumns& t = d.trace;
+        for (size_t i = 0; i < segs.size(); ++i) {
+            const auto& blocks = segs[i].at("blocks");
+            ASSERT_EQ(st.segments[i].blocks.size(), blocks.size()) << "segment " << i;
+            for (size_t j = 0; j < blocks.size(); ++j) {
+                const StateBlock& b = st.segments[i].blocks[j];
+                ASSERT_EQ(b.address, blocks[j].at("address").get<uint64_t>());
+                ASSERT_EQ(b.size, blocks[j].at("size").get<uint64_t>());
+                if (b.kind == StateBlockKind::Free) continue;
+                // the alloc entry: the last alloc at the address with no free after it
+                int64_t alloc = -1;
+                for (int64_t k = static_cast<int64_t>(t.rows()) - 1; k >= 0; --k) {
+                    if (t.addr[k] != b.address) continue;
+                    if (t.action[k] == Action::Free || t.action[k] == Action::FreeCompleted) break;
+                    if (t.action[k] == Action::Alloc) {
+                        alloc = k;
+                        break;
                     }
-                    ASSERT_EQ(b.allocIndex, alloc) << "block at " << b.address;
                 }
-            }
-            // and it is the history's last state
-            if (d.trace.rows() > 0) {
-                const StateHistory h(snap, d.device);
-                EXPECT_EQ(fullLayout(st), fullLayout(h.stateAfter(h.entries() - 1)));
+                ASSERT_EQ(b.allocIndex, alloc) << "block at " << b.address;
             }
         }
-    }
+        // and it is the history's last state
+        if (d.trace.rows() > 0) {
+            const StateHistory h(snap, d.device);
+            EXPECT_EQ(fullLayout(st), fullLayout(h.stateAfter(h.entries() - 1)));
+        }
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
 }
 
 TEST(AllocatorState, TheDefaultSpacingGivesTheSameStatesAsPlainRewinding) {
@@ -319,35 +329,20 @@ TEST(AllocatorState, EveryLiveBlocksAllocIsTheTracesOwn) {
     }
 }
 
-// The state before the first entry without the history's checkpoints is the history's own, on
-// every real snapshot's every device (their histories are checked against plain rewinding above).
+// The state before the first entry without the history's checkpoints is the history's own, every
+// field of it, on every real snapshot's every device (their histories are checked against plain
+// rewinding above).
 TEST(AllocatorState, InitialDeviceStateIsTheHistorysFirst) {
-    auto files = realSnapshots();
-    if (files.empty()) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
-    for (const auto& f : files) {
-        Snapshot snap = readSnapshotFile(f.string());
-        for (const auto& d : snap.devices) {
-            SCOPED_TRACE(f.filename().string() + " device " + std::to_string(d.device));
-            const DeviceState a = initialDeviceState(snap, d.device);
-            const DeviceState b = StateHistory(snap, d.device).stateAfter(-1);
-            EXPECT_EQ(a.at, -1);
-            EXPECT_EQ(a.reservedBytes, b.reservedBytes);
-            EXPECT_EQ(a.allocatedBytes, b.allocatedBytes);
-            EXPECT_EQ(a.requestedBytes, b.requestedBytes);
-            EXPECT_EQ(a.freeBytes, b.freeBytes);
-            ASSERT_EQ(a.segments.size(), b.segments.size());
-            for (size_t i = 0; i < a.segments.size(); ++i) {
-                ASSERT_EQ(a.segments[i].address, b.segments[i].address);
-                ASSERT_EQ(a.segments[i].blocks.size(), b.segments[i].blocks.size());
-                for (size_t j = 0; j < a.segments[i].blocks.size(); ++j) {
-                    const StateBlock &x = a.segments[i].blocks[j], &y = b.segments[i].blocks[j];
-                    ASSERT_EQ(x.address, y.address);
-                    ASSERT_EQ(x.size, y.size);
-                    ASSERT_EQ(x.kind, y.kind);
-                    ASSERT_EQ(x.allocIndex, y.allocIndex);
-                }
-            }
-        }
-    }
-    EXPECT_TRUE(initialDeviceState(readSnapshotFile(files.front().string()), 7).segments.empty());
+    const bool any = forEachRealDevice([](const std::filesystem::path&, const Snapshot& snap, const DeviceData& d) {
+        const DeviceState a = initialDeviceState(snap, d.device);
+        const DeviceState b = StateHistory(snap, d.device).stateAfter(-1);
+        EXPECT_EQ(a.at, -1);
+        EXPECT_EQ(a.reservedBytes, b.reservedBytes);
+        EXPECT_EQ(a.allocatedBytes, b.allocatedBytes);
+        EXPECT_EQ(a.requestedBytes, b.requestedBytes);
+        EXPECT_EQ(a.freeBytes, b.freeBytes);
+        ASSERT_EQ(fullLayout(a), fullLayout(b));
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    EXPECT_TRUE(initialDeviceState(readSnapshotFile(realSnapshots().front().string()), 7).segments.empty());
 }
