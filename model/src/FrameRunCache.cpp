@@ -9,26 +9,29 @@ namespace {
 constexpr size_t kMaxBytes = 4 << 20;  // bounds the cache whatever the number of distinct runs
 } // namespace
 
-const Value* FrameRunCache::find(std::span<const uint8_t> bytes, uint64_t hash) const {
-    if (slots_.empty()) return nullptr;
+uint32_t FrameRunCache::find(std::span<const uint8_t> bytes, uint64_t hash) const {
+    if (slots_.empty()) return kNone;
     size_t mask = slots_.size() - 1;
     for (size_t i = hash & mask;; i = (i + 1) & mask) {
         const Slot& s = slots_[i];
-        if (s.len == 0) return nullptr;
-        if (s.hash == hash && s.len == bytes.size() && std::memcmp(bytes_.data() + s.begin, bytes.data(), s.len) == 0)
-            return &s.value;
+        if (s.entry == kNone) return kNone;
+        if (s.hash != hash) continue;
+        const Entry& e = entries_[s.entry];
+        if (e.len == bytes.size() && std::memcmp(bytes_.data() + e.begin, bytes.data(), e.len) == 0) return s.entry;
     }
 }
 
-void FrameRunCache::add(std::span<const uint8_t> bytes, uint64_t hash, Value v) {
-    if (bytes_.size() + bytes.size() > kMaxBytes) return;
-    if (count_ * 2 >= slots_.size()) grow();
+uint32_t FrameRunCache::add(std::span<const uint8_t> bytes, uint64_t hash, Value v) {
+    if (bytes_.size() + bytes.size() > kMaxBytes) return kNone;
+    if (entries_.size() * 2 >= slots_.size()) grow();
     size_t mask = slots_.size() - 1;
     size_t i = hash & mask;
-    while (slots_[i].len != 0) i = (i + 1) & mask;
-    slots_[i] = {hash, static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(bytes.size()), v};
+    while (slots_[i].entry != kNone) i = (i + 1) & mask;
+    const auto id = static_cast<uint32_t>(entries_.size());
+    slots_[i] = {hash, id};
+    entries_.push_back({static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(bytes.size()), v});
     bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
-    ++count_;
+    return id;
 }
 
 void FrameRunCache::grow() {
@@ -36,17 +39,18 @@ void FrameRunCache::grow() {
     old.swap(slots_);
     size_t mask = slots_.size() - 1;
     for (const Slot& s : old) {
-        if (s.len == 0) continue;
+        if (s.entry == kNone) continue;
         size_t i = s.hash & mask;
-        while (slots_[i].len != 0) i = (i + 1) & mask;
+        while (slots_[i].entry != kNone) i = (i + 1) & mask;
         slots_[i] = s;
     }
 }
 
 void FrameRunCache::clear() {
     slots_.clear();
+    entries_.clear();
     bytes_.clear();
-    count_ = 0;
+    last_ = kNone;
 }
 
 bool FrameRunCache::framesOf(const MemoGetRun& run) {

@@ -363,14 +363,20 @@ size_t PickleMachine::measureMemoGetRun(const uint8_t* p, size_t avail) {
 
 // After MARK on an empty list: a list of memo gets offered whole to the hooks, from the avail
 // bytes at p; returns the bytes it took (none: anything else is left to run()).
+inline size_t PickleMachine::memoRunAt(const uint8_t* p, size_t avail, Value& out) {
+    if (const size_t len = hooks_->recallMemoRun(doc_, p, avail, out)) return len;
+    const size_t len = measureMemoGetRun(p, avail);
+    if (!len || !hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_, wideRefs_), out)) return 0;
+    return len;
+}
+
 inline size_t PickleMachine::memoGetRun(const uint8_t* p, size_t avail) {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
     if (nd.count != 0 || nd.used() || nd.isCollapsed()) return 0;
-    size_t len = measureMemoGetRun(p, avail);
-    if (!len) return 0;
     Value out;
-    if (!hooks_->absorbMemoRun(doc_, MemoGetRun({p, len}, memo_, wideRefs_), out)) return 0;
+    const size_t len = memoRunAt(p, avail, out);
+    if (!len) return 0;
     marks_.pop_back();
     doc_.node(id).collapse(out);
     collapsed(id, out);
@@ -470,9 +476,9 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             if (pos >= avail || p[pos] != 0x94) return 0;
             ++pos;
             if (pos < avail && p[pos] == '(') {
-                const size_t len = measureMemoGetRun(p + pos + 1, avail - pos - 1);
                 Value stack;
-                if (!len || !hooks_->absorbMemoRun(doc_, MemoGetRun({p + pos + 1, len}, memo_, wideRefs_), stack)) return 0;
+                const size_t len = memoRunAt(p + pos + 1, avail - pos - 1, stack);
+                if (!len) return 0;
                 v.assign(stack);
                 pos += 1 + len;
             } else {

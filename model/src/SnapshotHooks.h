@@ -36,6 +36,9 @@ public:
             return Value::node(Tag::Stack, frames_.stack(ids, n));
         });
     }
+    size_t recallMemoRun(PickleDocument&, const uint8_t* p, size_t avail, Value& out) override {
+        return frameRuns_.recall(p, avail, out);
+    }
     void memoRewritten(uint64_t, Value old) override {
         if (old.tag == Tag::Frame) frameRuns_.clear();  // known runs may name other frames now
     }

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
 
@@ -307,6 +308,30 @@ TEST(SnapshotReader, AFrameSlotRewrittenBetweenTwoEqualFramesLists) {
     ASSERT_EQ(t.rows(), 2u);
     EXPECT_EQ(stackText(snap, t.stack[0]), (std::vector<std::string>{"f0@m.py:7", "f1@m.py:7"}));
     EXPECT_EQ(stackText(snap, t.stack[1]), (std::vector<std::string>{"f2@m.py:7", "f1@m.py:7"}));
+}
+
+// Frames lists recalled as the one that followed the last list the time before (a loop's
+// iterations repeat their stacks in order) are what their own bytes say when the order changes:
+// a list predicted but one frame longer or shorter, or another list entirely, is read as itself.
+TEST(SnapshotReader, FramesListsRecalledInTheirUsualOrderOrNotReadAsThemselves) {
+    P f1 = frame("step", "opt.py", 1), f2 = frame("forward", "model.py", 2), f3 = frame("loss", "train.py", 3);
+    const std::map<char, std::vector<P>> lists = {{'A', {f1, f2}}, {'B', {f1, f2, f3}}, {'C', {f3, f1}}, {'D', {f1}}};
+    const std::string order = "ABABABAABBCABCBADAAB";  // learnt first, then broken in every way
+    std::vector<P> entries;
+    for (size_t i = 0; i < order.size(); ++i)
+        entries.push_back(entry("alloc", 0x1000 + 0x100 * i, 256, list(lists.at(order[i])), int64_t(i)));  // a new list each
+    for (int proto : {2, 4}) {
+        SCOPED_TRACE(proto);
+        const Snapshot snap = read(snapshot({}, {entries}), proto);
+        const TraceColumns& t = snap.devices.at(0).trace;
+        ASSERT_EQ(t.rows(), order.size());
+        for (size_t i = 0; i < order.size(); ++i) {
+            std::vector<std::string> want;
+            for (const P& f : lists.at(order[i]))
+                want.push_back(f->kv[0].second->s + "@" + f->kv[1].second->s + ":" + std::to_string(f->kv[2].second->i));
+            EXPECT_EQ(stackText(snap, t.stack[i]), want) << "entry " << i << " (" << order[i] << ")";
+        }
+    }
 }
 
 // Files are read in chunks of a few MB on a second thread: values that straddle chunks, and

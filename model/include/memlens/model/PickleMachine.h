@@ -102,6 +102,10 @@ public:
     // Fast path of absorbList for a list made only of memo gets, before they are run: returning
     // true stores `out` in place of the list, and the machine skips the run's bytes.
     virtual bool absorbMemoRun(PickleDocument& doc, const MemoGetRun& run, Value& out) { return false; }
+    // Before that: a run of memo gets the hooks recognise at p by its bytes alone (avail of them
+    // buffered), without its length measured; returns the bytes it takes (APPENDS included) and
+    // its value in out, or 0 to measure it and offer it to absorbMemoRun.
+    virtual size_t recallMemoRun(PickleDocument& doc, const uint8_t* p, size_t avail, Value& out) { return 0; }
     // A memo slot that held `old` is given another value (a PUT over it).
     virtual void memoRewritten(uint64_t index, Value old) {}
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
@@ -204,6 +208,9 @@ private:
     Value emptyList();  // the node that stands for every unshared empty list once it is stored
     uint32_t emptyList_ = PickleDocument::kNone;
     [[gnu::always_inline]] inline size_t memoGetRun(const uint8_t* p, size_t avail);  // in run(): once per list
+    // A run of memo gets at p, right after the MARK of an empty list: the bytes it takes (APPENDS
+    // included) and what the hooks made of it, or 0.
+    [[gnu::always_inline]] inline size_t memoRunAt(const uint8_t* p, size_t avail, Value& out);
     // A dict written whole in the bytes at p (EMPTY_DICT MEMOIZE MARK, keys and values, SETITEMS),
     // its values scalars, short strings, memo gets of strings and collapsed values, and frames
     // lists of memo gets: a trace entry, a block, a frame. Read without the stack and offered to
