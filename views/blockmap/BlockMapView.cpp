@@ -126,6 +126,7 @@ void BlockMapView::setDocument(SnapshotDocument* doc) {
     if (m_doc) {
         connect(m_doc, &SnapshotDocument::deviceChanged, this, &BlockMapView::deviceChanged);
         connect(m_doc, &SnapshotDocument::currentEventChanged, this, &BlockMapView::refresh);
+        connect(m_doc, &SnapshotDocument::stateReady, this, &BlockMapView::refresh);
         connect(m_doc, &SnapshotDocument::historiesReady, this, &BlockMapView::updateVerdict);
         connect(m_doc, &SnapshotDocument::allocationSelected, this, [this] {
             if (!m_selecting) m_canvas->setSelectedAddress(m_doc->selectedAddress());  // e.g. a saved tensor's block
@@ -166,6 +167,10 @@ void BlockMapView::refresh() {
         return;
     }
     const bool simulated = isShowingSimulated();
+    if (!simulated && m_doc->isStatePending()) {
+        showPlaceholder(tr("Reading the allocator state after the last entry\u2026"));
+        return;
+    }
     const std::shared_ptr<const model::DeviceState> current = simulated ? nullptr : m_doc->currentStateShared();
     const model::DeviceState& st = simulated ? *m_simulated : *current;
     if (st.segments.empty()) {

@@ -100,6 +100,7 @@ void BreakdownView::setDocument(SnapshotDocument* doc) {
     if (m_doc) {
         connect(m_doc, &SnapshotDocument::currentEventChanged, this, &BreakdownView::refresh);
         connect(m_doc, &SnapshotDocument::deviceChanged, this, &BreakdownView::refresh);
+        connect(m_doc, &SnapshotDocument::stateReady, this, &BreakdownView::refresh);
         connect(m_doc, &QObject::destroyed, this, [this] { setDocument(nullptr); });
     }
     refresh();
@@ -165,6 +166,12 @@ void BreakdownView::refresh() {
         m_settings->setSnapshot(nullptr, 0);
         m_pages->showPlaceholder(tr("No snapshot open.\nThis view explains where the reserved GPU memory goes, and why "
                                     "nvidia-smi shows more than PyTorch's allocated memory."));
+        return;
+    }
+    if (m_doc->isStatePending()) {
+        m_breakdown = {};
+        m_bar->clear();
+        m_pages->showPlaceholder(tr("Reading the allocator state after the last entry\u2026"));
         return;
     }
     m_pages->showContent();

@@ -9,6 +9,7 @@
 #include "core/AllocationLifetimes.h"
 #include "core/TimelineExtras.h"
 
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,14 +23,17 @@ namespace memlens::views {
 enum class StateHistories { WithTheRest, Later };
 
 struct LoadedSnapshot {
+    using FinalStates = std::map<int, std::shared_ptr<const model::DeviceState>>;
+
     std::string path;
     std::shared_ptr<const model::Snapshot> snapshot;
     std::map<int, std::shared_ptr<const model::DeviceTimeline>> timelines;
     std::map<int, std::shared_ptr<const TimelineExtras>> timelineExtras;
     std::map<int, std::shared_ptr<const model::StateHistory>> histories;  // empty: built Later
-    // Per device, the state after its last entry: with StateHistories::Later only (the
-    // document shows it while it builds the histories).
-    std::map<int, std::shared_ptr<const model::DeviceState>> finalStates;
+    // Per device, the state after its last entry (the document shows it while it builds the
+    // histories): with StateHistories::Later, still being computed on a thread of its own when
+    // the load returns (the window draws the timeline meanwhile); invalid otherwise.
+    std::shared_future<FinalStates> finalStatesLater;
     std::map<int, std::shared_ptr<const AllocationLifetimes>> lifetimes;  // empty: built Later
     double loadSeconds = 0;
 

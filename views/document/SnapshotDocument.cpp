@@ -3,6 +3,8 @@
 #include <QFileInfo>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <utility>
 
 namespace memlens::views {
@@ -34,15 +36,52 @@ SnapshotDocument::SnapshotDocument(std::shared_ptr<const LoadedSnapshot> loaded,
         }
     }
     m_current = entryCount() - 1;
-    // StateHistories::Later: the lifetimes (the timeline's bands), then the histories. One job
-    // after the other, not side by side: the window draws its first picture meanwhile, and with a
-    // third busy thread on two cores the time from the document's arrival to the drawn timeline
-    // went from 70-95 to 150-250 ms on the 605 MB repeated real trace.
-    if (!m_loaded->finalStates.empty()) {
+    // StateHistories::Later: the final states (being computed since the timelines were), the
+    // lifetimes (the timeline's bands), then the histories. One job after the other, not side by
+    // side: the window draws its first picture meanwhile, and with a third busy thread on two
+    // cores the time from the document's arrival to the drawn timeline went from 70-95 to
+    // 150-250 ms on the 605 MB repeated real trace.
+    if (m_loaded->finalStatesLater.valid()) {
         m_rewinding = m_histories.empty();
+        takeFinalStates();
+    }
+}
+
+// The load's final states: taken at once when they are there already (a small file), else
+// waited for on the job pool (isStatePending meanwhile). Then (or failed: out of memory, the
+// history gives the state when asked) the lifetimes, then the histories.
+void SnapshotDocument::takeFinalStates() {
+    const auto& later = m_loaded->finalStatesLater;
+    const auto next = [this](bool pending) {
+        m_statePending = false;
+        m_state.reset();
+        if (pending) emit stateReady();
         if (m_lifetimes.empty()) pairLifetimes();
         else if (m_rewinding) buildHistories();
+    };
+    if (later.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        try {
+            m_finalStates = later.get();
+        } catch (const std::exception&) {  // out of memory: from the history
+        }
+        next(false);
+        return;
     }
+    m_statePending = true;
+    JobHandlers<LoadedSnapshot::FinalStates> h;
+    h.done = [this, next](quint64, LoadedSnapshot::FinalStates states) {
+        m_finalStates = std::move(states);
+        next(true);
+    };
+    h.failed = [next](quint64, const QString&) { next(true); };
+    m_finalStateJobs.start<LoadedSnapshot::FinalStates>(
+        [later = m_loaded->finalStatesLater](const JobControl&) { return later.get(); }, std::move(h),
+        JobText{fileName(), QStringLiteral("read the allocator state after the last entry")});
+}
+
+std::shared_ptr<const model::DeviceState> SnapshotDocument::finalStateOf(int device) const {
+    auto it = m_finalStates.find(device);
+    return it != m_finalStates.end() ? it->second : nullptr;
 }
 
 // The order the background jobs take the devices in: the shown one first, then the file's others.
@@ -136,8 +175,18 @@ const model::StateHistory& SnapshotDocument::history() const {
 }
 
 model::DeviceState SnapshotDocument::finalState() const {
-    if (auto it = m_loaded->finalStates.find(m_device); it != m_loaded->finalStates.end()) return *it->second;
+    if (auto f = finalStateOf(m_device)) return *f;
+    if (m_statePending) return pendingState();
     return history().stateAfter(entryCount() - 1);
+}
+
+// What currentState() gives while the final states are still to come: an empty state at the
+// current entry (views ask isStatePending() first and say that it comes).
+model::DeviceState SnapshotDocument::pendingState() const {
+    model::DeviceState st;
+    st.device = m_device;
+    st.at = m_current;
+    return st;
 }
 
 const AllocationLifetimes& SnapshotDocument::lifetimes() const {
@@ -162,10 +211,11 @@ const model::DeviceState& SnapshotDocument::currentState() const { return *curre
 
 std::shared_ptr<const model::DeviceState> SnapshotDocument::currentStateShared() const {
     // the last entry's state needs no history (while rewinding, the current entry is the last)
+    if (m_statePending) return std::make_shared<const model::DeviceState>(pendingState());  // not kept
     if (!m_state || m_state->at != m_current || m_state->device != m_device) {
-        const auto loaded = m_loaded->finalStates.find(m_device);
-        if (m_current == entryCount() - 1 && loaded != m_loaded->finalStates.end())
-            m_state = loaded->second;
+        const auto loaded = finalStateOf(m_device);
+        if (m_current == entryCount() - 1 && loaded)
+            m_state = loaded;
         else
             m_state = std::make_shared<const model::DeviceState>(
                 m_current == entryCount() - 1 ? finalState() : history().stateAfter(m_current));

@@ -54,6 +54,12 @@ public:
     std::map<int, std::shared_ptr<const model::StateHistory>> histories() const { return m_histories; }
     // The state after the shown device's last entry (without the history where the load has it).
     model::DeviceState finalState() const;
+    // A file loaded with StateHistories::Later (the window's) arrives before its final states:
+    // until stateReady(), no state can be shown without rewinding here on the GUI thread, and
+    // views that show one say that it comes (currentState() meanwhile: an empty state).
+    bool isStatePending() const { return m_statePending; }
+    // The final state of the device, when the load made it (null: pending, or not made).
+    std::shared_ptr<const model::DeviceState> finalStateOf(int device) const;
     // The device's allocations paired alloc -> free: computed while loading, or for a file loaded
     // with StateHistories::Later (the window's) on the job pool once the document exists, empty
     // until lifetimesReady() (the timeline draws its curves first, its bands then).
@@ -115,6 +121,8 @@ signals:
     void selectionChanged();
     void allocationSelected(model::StackId stack, const QString& description);
     void markedAddressesChanged();
+    // The final states are there (StateHistories::Later): the current state can be shown now.
+    void stateReady();
     // The state histories are built (StateHistories::Later): every entry can be shown now.
     void historiesReady();
     // The allocations' lifetimes are paired (StateHistories::Later).
@@ -123,9 +131,11 @@ signals:
 private:
     friend class DocumentSession;
     std::shared_ptr<const LoadedSnapshot> m_loaded;
-    void buildHistories();
+    void takeFinalStates();
     void pairLifetimes();
+    void buildHistories();
     std::vector<int> devicesShownFirst() const;
+    model::DeviceState pendingState() const;
 
     DocumentSession* m_session = nullptr;
     int m_device = 0;
@@ -133,6 +143,9 @@ private:
     std::optional<int64_t> m_pendingCurrent;  // asked for while rewinding
     mutable std::map<int, std::shared_ptr<const model::StateHistory>> m_histories;
     JobTracker m_historyJobs{this};
+    LoadedSnapshot::FinalStates m_finalStates;
+    JobTracker m_finalStateJobs{this};
+    bool m_statePending = false;  // the final states are still to come
     bool m_rewinding = false;  // the histories are still to come (their job may not have started)
     std::map<int, std::shared_ptr<const AllocationLifetimes>> m_lifetimes;
     JobTracker m_lifetimeJobs{this};

@@ -124,7 +124,8 @@ void FindingsView::start() {
     }
     auto loaded = m_doc->sharedLoaded();
     auto histories = m_doc->histories();
-    const int device = m_doc->device();
+    const int gpu = m_doc->device() == model::kHostDevice ? model::doctorDevice(m_doc->snapshot()) : m_doc->device();
+    const std::shared_ptr<const model::DeviceState> finalState = m_doc->finalStateOf(gpu);
     const std::string session = m_sessionPath.toStdString();
     m_status->setText(tr("Examining\u2026"));
     JobHandlers<std::shared_ptr<const model::DoctorReport>> h;
@@ -135,17 +136,15 @@ void FindingsView::start() {
     };
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const model::DoctorReport>>(
-        [loaded, histories, device, session](const JobControl& control) {
+        [loaded, histories, gpu, finalState, session](const JobControl& control) {
             model::DoctorOptions options;
             // the doctor reads GPU memory: with the pinned host memory shown, it picks the GPU itself
-            const int gpu = device == model::kHostDevice ? model::doctorDevice(*loaded->snapshot) : device;
             options.device = gpu;
             options.cancel = control.cancelFlag();
             // the document's own history of the device: not built a second time
             if (auto h = histories.find(gpu); h != histories.end() && h->second) options.history = h->second.get();
             // and its final state, which the document keeps (not made again from the history)
-            if (auto f = loaded->finalStates.find(gpu); f != loaded->finalStates.end() && f->second)
-                options.finalState = f->second.get();
+            options.finalState = finalState.get();
             model::DoctorReport r;
             if (!session.empty()) {
                 const model::SessionFile file(session);

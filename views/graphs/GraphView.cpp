@@ -735,6 +735,10 @@ bool GraphView::activateSavedTensor(const model::SavedTensorInfo& t) {
                       .arg(m_doc->device()));
         return false;
     }
+    if (m_doc->isStatePending()) {
+        setStatus(tr("%1 at %2: the allocator state is still being read; try again in a moment.").arg(qs(t.name), hex(*t.ptr)));
+        return false;
+    }
     const uint64_t ptr = *t.ptr;
     auto find = [ptr](const model::DeviceState& st) -> std::optional<model::StateBlock> {
         for (const auto& seg : st.segments) {

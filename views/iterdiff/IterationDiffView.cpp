@@ -213,6 +213,8 @@ bool IterationDiffView::compareWith(SnapshotDocument* other) {
     if (!m_doc || !other || other == m_doc) return false;
     const int device = m_doc->device();
     auto a = m_doc->sharedLoaded(), b = other->sharedLoaded();
+    // the documents' own final states of the device, or histories (made when they loaded)
+    auto finalA = m_doc->finalStateOf(device), finalB = other->finalStateOf(device);
     if (!a->snapshot->device(device) || !b->snapshot->device(device)) {
         m_status->setText(tr("%1 has no device %2 to compare with.").arg(other->fileName()).arg(device));
         return false;
@@ -227,15 +229,14 @@ bool IterationDiffView::compareWith(SnapshotDocument* other) {
     };
     h.cancelled = [](quint64) {};
     m_jobs->start<std::shared_ptr<const std::vector<model::StackDelta>>>(
-        [a, b, device](const JobControl&) {
-            // the documents' own final states, or histories, of the device (made when they loaded)
-            auto finalState = [device](const LoadedSnapshot& l) {
-                if (auto f = l.finalStates.find(device); f != l.finalStates.end()) return *f->second;
+        [a, b, finalA, finalB, device](const JobControl&) {
+            auto finalState = [device](const LoadedSnapshot& l, const std::shared_ptr<const model::DeviceState>& made) {
+                if (made) return *made;
                 if (auto h = l.histories.find(device); h != l.histories.end()) return h->second->stateAfter(h->second->entries() - 1);
                 return model::finalDeviceState(*l.snapshot, device);
             };
             return std::make_shared<const std::vector<model::StackDelta>>(
-                model::diffLiveByStack(*a->snapshot, finalState(*a), *b->snapshot, finalState(*b)));
+                model::diffLiveByStack(*a->snapshot, finalState(*a, finalA), *b->snapshot, finalState(*b, finalB)));
         },
         std::move(h), JobText{QString(), QStringLiteral("compare the files")});
     return true;

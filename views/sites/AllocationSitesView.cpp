@@ -144,6 +144,9 @@ void AllocationSitesView::setDocument(SnapshotDocument* doc) {
         connect(m_doc, &SnapshotDocument::currentEventChanged, this, [this] {
             if (mode() == Mode::CurrentEntry) request();
         });
+        connect(m_doc, &SnapshotDocument::stateReady, this, [this] {
+            if (mode() == Mode::CurrentEntry) request();
+        });
         connect(m_doc, &SnapshotDocument::selectionChanged, this, &AllocationSitesView::selectionChanged);
         connect(m_doc, &QObject::destroyed, this, [this] { setDocument(nullptr); });
     }
@@ -209,6 +212,9 @@ void AllocationSitesView::request() {
         what.kind = Request::Kind::InRange;
         what.first = first;
         what.last = last;
+    } else if (m_doc->isStatePending()) {
+        m_status->setText(tr("Reading the allocator state after the last entry\u2026"));  // stateReady asks again
+        return;
     } else {
         // the state's live blocks by stack are few and quick to gather here; the trees go off-thread
         auto costs = std::make_shared<std::vector<model::StackCost>>(model::stackCostsAt(m_doc->currentState()));

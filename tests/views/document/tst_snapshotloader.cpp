@@ -43,10 +43,11 @@ private slots:
         const auto snap = loaded.at(0).at(1).value<std::shared_ptr<const LoadedSnapshot>>();
         QVERIFY(snap);
         QCOMPARE(snap->snapshot->devices.size(), size_t(1));
-        // the window's load: the timeline and the final state; the document pairs the allocations
-        // and builds the histories once it shows the timeline
+        // the window's load: the timeline, and the final state on a thread of its own (not waited
+        // for); the document pairs the allocations and builds the histories once it shows the timeline
         QVERIFY(snap->timelines.count(0));
-        QVERIFY(snap->finalStates.count(0));
+        QVERIFY(snap->finalStatesLater.valid());
+        QVERIFY(snap->finalStatesLater.get().count(0));
         QVERIFY(snap->lifetimes.empty());
         QVERIFY(snap->histories.empty());
         QVERIFY(progress.count() >= 1);
