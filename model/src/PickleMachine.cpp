@@ -22,6 +22,12 @@ uint32_t le32(const uint8_t* p) {
 }
 uint64_t le64(const uint8_t* p) { return static_cast<uint64_t>(le32(p)) | (static_cast<uint64_t>(le32(p + 4)) << 32); }
 
+// A memo slot whose value is pushed as it is (a string, a frame or a stack, kept in the slot
+// itself); anything else goes through memoGet.
+inline bool memoPushedAsIs(Tag tag, uint32_t ref) {
+    return (tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide;
+}
+
 const char* refusedName(uint8_t op) {
     switch (op) {
     case 'c': return "GLOBAL";
@@ -107,7 +113,6 @@ Value PickleMachine::pop() {
     stack_.pop_back();
     return v;
 }
-
 
 size_t PickleMachine::markBase() {
     if (marks_.empty()) fail("no MARK before this opcode (corrupt file)");
@@ -361,8 +366,8 @@ size_t PickleMachine::measureMemoGetRun(const uint8_t* p, size_t avail) {
     return pos > 0 && pos < avail && p[pos] == 'e' ? pos + 1 : 0;
 }
 
-// After MARK on an empty list: a list of memo gets offered whole to the hooks, from the avail
-// bytes at p; returns the bytes it took (none: anything else is left to run()).
+// A run of memo gets (a frames list's items) at p, recalled or absorbed whole by the hooks, from
+// the avail bytes; returns the bytes it took (none: anything else is left to run()).
 inline size_t PickleMachine::memoRunAt(const uint8_t* p, size_t avail, Value& out) {
     if (const size_t len = hooks_->recallMemoRun(doc_, p, avail, out)) return len;
     const size_t len = measureMemoGetRun(p, avail);
@@ -370,6 +375,7 @@ inline size_t PickleMachine::memoRunAt(const uint8_t* p, size_t avail, Value& ou
     return len;
 }
 
+// After MARK on an empty list: a list of memo gets offered whole to the hooks.
 inline size_t PickleMachine::memoGetRun(const uint8_t* p, size_t avail) {
     uint32_t id = stack_.back().ref;
     const auto& nd = doc_.node(id);
@@ -427,7 +433,7 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             const uint32_t packed = memo_.read(idx);
             const Tag tag = PackedMemo::tag(packed);
             const uint32_t ref = PackedMemo::ref(packed);
-            if (!((tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide)) return 0;
+            if (!memoPushedAsIs(tag, ref)) return 0;
             v.assign(Value{0, ref, tag});
             break;
         }
@@ -511,7 +517,6 @@ setitems:
     return pos;
 }
 
-
 // The opcodes that make up nearly all of a snapshot are dispatched through a table of labels,
 // each ending in its own jump to the next opcode (threaded code: the processor predicts each of
 // those jumps separately); everything else goes through the switch. The labels read through a
@@ -584,7 +589,7 @@ memo_get: {
         const uint32_t packed = memo_.read(idx);
         const Tag tag = PackedMemo::tag(packed);
         const uint32_t ref = PackedMemo::ref(packed);
-        if ((tag == Tag::Str || tag >= Tag::Frame) && tag != Tag::Unset && ref != PackedMemo::kWide) {
+        if (memoPushedAsIs(tag, ref)) {
             push(Value{0, ref, tag});  // the common case: a string, a frame or a stack
             MEMLENS_NEXT_OPCODE();
         }

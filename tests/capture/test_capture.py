@@ -187,8 +187,14 @@ def case_sigkill():
     check(s["process"]["exit_signal"] == 9, "signal 9 recorded")
 
     out = os.path.join(TMP, "killed-recorder.memlens")
+    # its socket directory in a folder of this test's own: a recorder killed with SIGKILL cannot
+    # remove it, the test's temporary folder goes with it
+    sockets = os.path.join(TMP, "killed-recorder-sockets")
+    os.mkdir(sockets)
+    env = env_clean({"TMPDIR": sockets})
+    env.pop("XDG_RUNTIME_DIR", None)
     p = subprocess.Popen([A.cli, "record", "-o", out, "--quiet", "--"] + py("slow.py", 200, 0.05),
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env_clean(), cwd=TMP,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=TMP,
                          start_new_session=True)
     try:
         seen = 0
@@ -211,6 +217,8 @@ def case_sigkill():
     n = len(s["iterations"])
     check(n >= 5, "recorder killed: the session opens and has the iterations written before (%d)" % n)
     check(s["live"] is False and s["finished"] is False, "not live, not finished")
+    left = [d for d in os.listdir(sockets) if d.startswith("memlens-")]
+    check(len(left) == 1, "the killed recorder's socket directory is in the test's own folder (%s)" % left)
 
 
 def case_damaged():
