@@ -67,6 +67,8 @@ void SnapshotDocument::takeFinalStates() {
         next(false);
         return;
     }
+    // The job's share of the future is dropped on the pool: a document closed meanwhile does not
+    // wait on the GUI thread for the thread still making the states.
     m_statePending = true;
     JobHandlers<LoadedSnapshot::FinalStates> h;
     h.done = [this, next](quint64, LoadedSnapshot::FinalStates states) {
