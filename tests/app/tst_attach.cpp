@@ -11,6 +11,7 @@
 #include "AttachDialog.h"
 #include "MainWindow.h"
 #include "QtTestMain.h"
+#include "WindowOpens.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
 #include "SpawnedProcess.h"
@@ -127,12 +128,8 @@ class TestAttach : public QObject {
         return w;
     }
 
-    // the document arrives before its final state (a large file's): what the views show of it
-    // comes with stateReady
-    static bool stateShown(MainWindow& w) { return !w.currentDocument() || !w.currentDocument()->isStatePending(); }
-
     static bool waitForOpen(MainWindow& w, QSignalSpy& opened) {
-        return QTest::qWaitFor([&] { return opened.count() >= 1 && !w.isLoading() && stateShown(w); }, 30000);
+        return memlens::test::waitForOpens(w, opened, 1, 30000);
     }
 
     // The window with the stand-in in place of memlens-cli; sessions go to the test's folder.

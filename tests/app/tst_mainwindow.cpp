@@ -9,6 +9,7 @@
 
 #include "Idle.h"
 #include "QtTestMain.h"
+#include "WindowOpens.h"
 #include "Synthetic.h"
 #include "document/SnapshotDocument.h"
 #include "memlens/model/SnapshotReader.h"
@@ -61,12 +62,8 @@ class TestMainWindow : public QObject {
         return path;
     }
 
-    // the document arrives before its final state (a large file's): what the views show of it
-    // comes with stateReady
-    static bool stateShown(MainWindow& w) { return !w.currentDocument() || !w.currentDocument()->isStatePending(); }
-
     static bool waitForOpens(MainWindow& w, QSignalSpy& opened, int count) {
-        return QTest::qWaitFor([&] { return opened.count() >= count && !w.isLoading() && stateShown(w); }, 20000);
+        return memlens::test::waitForOpens(w, opened, count, 20000);
     }
 
 private slots:

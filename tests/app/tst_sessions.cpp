@@ -13,6 +13,7 @@
 #include "IterationStrip.h"
 #include "MainWindow.h"
 #include "QtTestMain.h"
+#include "WindowOpens.h"
 #include "SpawnedProcess.h"
 #include "SessionLoader.h"
 #include "SessionPanel.h"
@@ -143,12 +144,8 @@ class TestSessions : public QObject {
         return waitForOpens(w, opened, 1);
     }
 
-    // the document arrives before its final state (a large file's): what the views show of it
-    // comes with stateReady
-    static bool stateShown(MainWindow& w) { return !w.currentDocument() || !w.currentDocument()->isStatePending(); }
-
     static bool waitForOpens(MainWindow& w, QSignalSpy& opened, int count) {
-        return QTest::qWaitFor([&] { return opened.count() >= count && !w.isLoading() && stateShown(w); }, 30000);
+        return memlens::test::waitForOpens(w, opened, count, 30000);
     }
 
 private slots:

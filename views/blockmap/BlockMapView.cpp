@@ -168,7 +168,7 @@ void BlockMapView::refresh() {
     }
     const bool simulated = isShowingSimulated();
     if (!simulated && m_doc->isStatePending()) {
-        showPlaceholder(tr("Reading the allocator state after the last entry\u2026"));
+        showPlaceholder(SnapshotDocument::statePendingText());
         return;
     }
     const std::shared_ptr<const model::DeviceState> current = simulated ? nullptr : m_doc->currentStateShared();

@@ -171,7 +171,7 @@ void BreakdownView::refresh() {
     if (m_doc->isStatePending()) {
         m_breakdown = {};
         m_bar->clear();
-        m_pages->showPlaceholder(tr("Reading the allocator state after the last entry\u2026"));
+        m_pages->showPlaceholder(SnapshotDocument::statePendingText());
         return;
     }
     m_pages->showContent();

@@ -81,6 +81,8 @@ void SnapshotDocument::takeFinalStates() {
         JobText{fileName(), QStringLiteral("read the allocator state after the last entry")});
 }
 
+QString SnapshotDocument::statePendingText() { return tr("Reading the allocator state after the last entry\u2026"); }
+
 std::shared_ptr<const model::DeviceState> SnapshotDocument::finalStateOf(int device) const {
     auto it = m_finalStates.find(device);
     return it != m_finalStates.end() ? it->second : nullptr;

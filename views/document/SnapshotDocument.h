@@ -58,6 +58,8 @@ public:
     // until stateReady(), no state can be shown without rewinding here on the GUI thread, and
     // views that show one say that it comes (currentState() meanwhile: an empty state).
     bool isStatePending() const { return m_statePending; }
+    // What a view that shows the state says meanwhile (one sentence, for a placeholder).
+    static QString statePendingText();
     // The final state of the device, when the load made it (null: pending, or not made).
     std::shared_ptr<const model::DeviceState> finalStateOf(int device) const;
     // The device's allocations paired alloc -> free: computed while loading, or for a file loaded

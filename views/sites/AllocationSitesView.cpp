@@ -213,7 +213,7 @@ void AllocationSitesView::request() {
         what.first = first;
         what.last = last;
     } else if (m_doc->isStatePending()) {
-        m_status->setText(tr("Reading the allocator state after the last entry\u2026"));  // stateReady asks again
+        m_status->setText(SnapshotDocument::statePendingText());  // stateReady asks again
         return;
     } else {
         // the state's live blocks by stack are few and quick to gather here; the trees go off-thread
