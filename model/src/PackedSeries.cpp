@@ -21,13 +21,13 @@ PackedSeries::PackedSeries(std::span<const int64_t> values) {
 
 void PackedSeries::setBlock(size_t b, const int64_t* values, size_t count) {
     const int64_t base = values[0];
-    // the differences in 128 bits: values far apart must not wrap around into range
-    __int128 lo = 0, hi = 0;
-    for (size_t j = 0; j < count; ++j) {
-        const __int128 d = static_cast<__int128>(values[j]) - base;
-        lo = std::min(lo, d);
-        hi = std::max(hi, d);
+    int64_t least = base, greatest = base;  // in 64 bits, a loop the compiler vectorises
+    for (size_t j = 1; j < count; ++j) {
+        least = std::min(least, values[j]);
+        greatest = std::max(greatest, values[j]);
     }
+    // the differences' range in 128 bits: values far apart must not wrap around into range
+    const __int128 lo = static_cast<__int128>(least) - base, hi = static_cast<__int128>(greatest) - base;
     const auto fits = [lo, hi](auto type) {
         using T = decltype(type);
         return lo >= std::numeric_limits<T>::min() && hi <= std::numeric_limits<T>::max();
@@ -73,6 +73,51 @@ size_t PackedSeries::memoryBytes() const {
     // m_bytes is reserved for 4 bytes a value (BackwardWriter): its pages beyond what is written
     // are never touched, so they take no memory
     return m_base.capacity() * sizeof(int64_t) + m_blocks.capacity() * sizeof(uint64_t) + m_bytes.size();
+}
+
+template <class T>
+PackedSeries::BlockExtremes PackedSeries::extremesOf(size_t b, const uint8_t* d, size_t count) const {
+    const int64_t base = m_base[b];
+    BlockExtremes r{base, base, b * kBlock};
+    if constexpr (sizeof(T) < 8) {
+        // base + difference cannot wrap: the differences order the values
+        T lo = 0, hi = 0;
+        size_t at = 0;
+        for (size_t j = 0; j < count; ++j) {
+            const T x = static_cast<T>(load<T>(d, j));
+            lo = std::min(lo, x);
+            if (x > hi) {
+                hi = x;
+                at = j;
+            }
+        }
+        r.min = base + lo;
+        r.max = base + hi;
+        r.maxIndex = b * kBlock + at;
+    } else {
+        for (size_t j = 1; j < count; ++j) {
+            const auto v = static_cast<int64_t>(static_cast<uint64_t>(base) + static_cast<uint64_t>(load<T>(d, j)));
+            r.min = std::min(r.min, v);
+            if (v > r.max) {
+                r.max = v;
+                r.maxIndex = b * kBlock + j;
+            }
+        }
+    }
+    return r;
+}
+
+PackedSeries::BlockExtremes PackedSeries::blockExtremes(size_t b) const {
+    const uint64_t block = m_blocks[b];
+    const uint8_t* d = m_bytes.data() + (block >> 8);
+    const size_t count = std::min(kBlock, m_size - b * kBlock);
+    switch (block & 0xff) {
+    case 0: return {m_base[b], m_base[b], b * kBlock};
+    case 1: return extremesOf<int8_t>(b, d, count);
+    case 2: return extremesOf<int16_t>(b, d, count);
+    case 4: return extremesOf<int32_t>(b, d, count);
+    default: return extremesOf<int64_t>(b, d, count);
+    }
 }
 
 PackedSeries::BackwardWriter::BackwardWriter(size_t n) : m_next(n) {

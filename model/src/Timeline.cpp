@@ -1,6 +1,7 @@
 #include "memlens/model/Timeline.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <map>
 
@@ -63,9 +64,18 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
     const TraceColumns& tr = device.trace;
     size_t n = tr.rows();
     PackedSeries::BackwardWriter liveOut(n), reservedOut(n);
+    // the peaks on the way (no second pass over the packed series): the greatest value after an
+    // entry, the first entry where it is reached (>=, going backwards)
+    int64_t topLive = INT64_MIN, topReserved = INT64_MIN;
+    size_t topLiveIndex = 0;
     for (size_t i = n; i-- > 0;) {
         liveOut.push(live);
         reservedOut.push(reserved);
+        if (live >= topLive) {
+            topLive = live;
+            topLiveIndex = i;
+        }
+        topReserved = std::max(topReserved, reserved);
         auto size = static_cast<int64_t>(tr.size[i]);
         switch (tr.action[i]) {
         case Action::Alloc: live -= size; break;
@@ -82,15 +92,13 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
     t.reservedBytes = reservedOut.take();
     t.liveBefore = live;
     t.reservedBefore = reserved;
+    // the peak is the state before the first entry unless an entry goes above it (index 0 then)
     t.peakLive = live;
-    t.peakReserved = reserved;
-    t.liveBytes.scan(0, n, [&t](size_t i, int64_t v) {
-        if (v > t.peakLive) {
-            t.peakLive = v;
-            t.peakLiveIndex = i;
-        }
-    });
-    t.reservedBytes.scan(0, n, [&t](size_t, int64_t v) { t.peakReserved = std::max(t.peakReserved, v); });
+    if (n > 0 && topLive > live) {
+        t.peakLive = topLive;
+        t.peakLiveIndex = topLiveIndex;
+    }
+    t.peakReserved = std::max(reserved, topReserved);
     std::map<PoolId, bool> pools;
     for (const Segment& s : device.segments)
         if (!s.pool().isDefault()) pools[s.pool()] = true;

@@ -205,6 +205,21 @@ TEST(AllocatorState, CheckpointsGiveTheSameStatesAsPlainRewinding) {
     }
 }
 
+TEST(AllocatorState, TimelinePeaksAreThoseOfTheOraclesCurves) {
+    const bool any = forEachRealDevice([](const std::filesystem::path& file, const Snapshot&, const DeviceData& d) {
+        const DeviceTimeline tl = computeTimeline(d);
+        // the totals after each entry as Python's pickle reads the file, rewound from its state
+        const auto expected = oracle::run({"peaks", file.string(), "--device", std::to_string(d.device)});
+        ASSERT_TRUE(expected) << "the oracle failed";
+        EXPECT_EQ(tl.liveBefore, expected->at("live_before").get<int64_t>());
+        EXPECT_EQ(tl.reservedBefore, expected->at("reserved_before").get<int64_t>());
+        EXPECT_EQ(tl.peakLive, expected->at("peak_live").get<int64_t>());
+        EXPECT_EQ(tl.peakLiveIndex, expected->at("peak_live_index").get<size_t>());
+        EXPECT_EQ(tl.peakReserved, expected->at("peak_reserved").get<int64_t>());
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+}
+
 TEST(AllocatorState, FinalDeviceStateOfASmallTrace) {
     // by construction: B allocated by entry 2, C by entry 5; A freed
     Snapshot snap = smallTrace();

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <random>
+#include <utility>
+#include <vector>
 
 using memlens::model::AddressColumn;
 using memlens::model::TimeColumn;
@@ -19,6 +21,18 @@ void expectSame(const Column& c, const std::vector<T>& values) {
     for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(c[i], values[i]) << "row " << i;
     size_t i = 0;
     for (auto v : c) ASSERT_EQ(v, values[i++]) << "iterating, row " << i - 1;
+    // scanned: the whole column, and ranges that start and end inside blocks
+    const size_t n = values.size();
+    for (const auto& [from, to] : std::vector<std::pair<size_t, size_t>>{{0, n}, {n / 3, n - n / 5}, {n / 2, n / 2 + 1}, {n, n}}) {
+        if (to > n) continue;  // an empty column
+        size_t next = from;
+        c.scan(from, to, [&](size_t row, auto v) {
+            ASSERT_EQ(row, next) << "scanning [" << from << ", " << to << ")";
+            ASSERT_EQ(v, values[row]) << "scanning, row " << row;
+            ++next;
+        });
+        ASSERT_EQ(next, to) << "scanning [" << from << ", " << to << ")";
+    }
     if (!values.empty()) {
         EXPECT_EQ(c.front(), values.front());
         EXPECT_EQ(c.back(), values.back());

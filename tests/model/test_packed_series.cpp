@@ -4,7 +4,7 @@
 // block, on one and at zero; filled backwards (as the timeline fills it) or from a vector. And it
 // takes about half the plain vector's memory where steps are small, a sixteenth of a byte a value
 // where the value stays the same for whole blocks (the reserved bytes between segment changes),
-// and a quarter where steps are below 128 bytes.
+// and a quarter where steps are below 128 bytes. Each block's extremes are its values'.
 #include "memlens/model/PackedSeries.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +44,15 @@ void expectSame(const PackedSeries& p, const std::vector<int64_t>& v) {
     EXPECT_EQ(p.toVector(), v);
     if (!v.empty()) {
         EXPECT_EQ(p.back(), v.back());
+    }
+    // each block's extremes, against its values: the least, the greatest, where that first is
+    for (size_t b = 0; b * PackedSeries::kBlock < v.size(); ++b) {
+        const auto first = v.begin() + static_cast<ptrdiff_t>(b * PackedSeries::kBlock);
+        const auto last = v.begin() + static_cast<ptrdiff_t>(std::min(v.size(), (b + 1) * PackedSeries::kBlock));
+        const auto e = p.blockExtremes(b);
+        ASSERT_EQ(e.min, *std::min_element(first, last)) << "block " << b;
+        ASSERT_EQ(e.max, *std::max_element(first, last)) << "block " << b;
+        ASSERT_EQ(e.maxIndex, static_cast<size_t>(std::max_element(first, last) - v.begin())) << "block " << b;
     }
     // scans over ranges that start and end inside and on the edges of blocks
     std::mt19937_64 rng(v.size());

@@ -308,6 +308,20 @@ def before_first(data, device):
     return live, reserved
 
 
+def peaks(data, device):
+    """The greatest live and reserved bytes over the trace, the state before the first entry
+    included, and the first entry after which the live peak holds (0 where no entry rises above
+    the state before the first)."""
+    live, reserved = before_first(data, device)
+    peak_live, peak_index, peak_reserved = live, 0, reserved
+    for (i, _a, _addr, _size, lv, rs) in timeline(data, device):
+        if lv > peak_live:
+            peak_live, peak_index = lv, i
+        peak_reserved = max(peak_reserved, rs)
+    return {"live_before": live, "reserved_before": reserved, "peak_live": peak_live,
+            "peak_live_index": peak_index, "peak_reserved": peak_reserved}
+
+
 def timeline_csv(data, device):
     lines = ["index,action,addr,size,live_bytes,reserved_bytes"]
     for (i, a, addr, size, live, reserved) in timeline(data, device):
@@ -536,6 +550,9 @@ def main(argv=None):
     p = sub.add_parser("timeline")
     p.add_argument("file")
     p.add_argument("--device", type=device_arg, required=True)
+    p = sub.add_parser("peaks")
+    p.add_argument("file")
+    p.add_argument("--device", type=device_arg, required=True)
     p = sub.add_parser("state")
     p.add_argument("file")
     p.add_argument("--device", type=device_arg, required=True)
@@ -552,6 +569,8 @@ def main(argv=None):
         print(json.dumps(stats(load(a.file), newer=a.newer), indent=1))
     elif a.cmd == "timeline":
         sys.stdout.write(timeline_csv(load(a.file), a.device))
+    elif a.cmd == "peaks":
+        print(json.dumps(peaks(load(a.file), a.device)))
     elif a.cmd == "state":
         data = load(a.file)
         if a.at is not None:

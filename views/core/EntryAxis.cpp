@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace memlens::views {
 
@@ -21,7 +22,21 @@ EntryAxis EntryAxis::byTime(const model::TimeColumn& timeUs) {
 }
 
 bool EntryAxis::isNonDecreasing(const model::TimeColumn& values) {
-    return std::is_sorted(values.begin(), values.end());
+    // a block at a time (scan): the iterators' std::is_sorted decodes each row on its own
+    bool sorted = true;
+    int64_t previous = INT64_MIN;
+    values.scan(0, values.size(), [&](size_t, int64_t t) {
+        sorted &= t >= previous;
+        previous = t;
+    });
+    return sorted;
+}
+
+bool EntryAxis::timesUsable(const model::TraceColumns& trace) {
+    if (trace.rows() == 0) return false;
+    for (uint8_t f : trace.flags)
+        if (!(f & model::TraceColumns::HasTime)) return false;
+    return isNonDecreasing(trace.timeUs);
 }
 
 double EntryAxis::endX() const {

@@ -4,6 +4,7 @@
 // Entry i holds from x(i) until x(i + 1) (the state right after entry i lasts until the next one);
 // the last entry holds until endX().
 #include "memlens/model/OffsetColumn.h"
+#include "memlens/model/Snapshot.h"
 
 #include <cstdint>
 
@@ -16,6 +17,9 @@ public:
     // timeUs must not decrease (see isNonDecreasing); it is not copied and must outlive the axis.
     static EntryAxis byTime(const model::TimeColumn& timeUs);
     static bool isNonDecreasing(const model::TimeColumn& values);
+    // Whether the trace can be drawn against time: every entry carries a time and times never go
+    // back (false for an empty trace).
+    static bool timesUsable(const model::TraceColumns& trace);
 
     bool isTime() const { return m_time; }
     int64_t count() const { return m_count; }

@@ -1,6 +1,7 @@
 #include "core/SeriesPyramid.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace memlens::views {
 
@@ -36,11 +37,21 @@ void SeriesPyramid::build(const Series& series) {
     m_levels.clear();
     if (m_size == 0) return;
     std::vector<RangeExtremes> level(static_cast<size_t>((m_size + kBlock - 1) / kBlock));
-    for (size_t b = 0; b < level.size(); ++b) {
-        const int64_t from = static_cast<int64_t>(b) * kBlock, to = std::min(m_size, from + kBlock);
-        RangeExtremes r{series[static_cast<size_t>(from)], series[static_cast<size_t>(from)], from};
-        foldExtremes(series, from + 1, to, r);
-        level[b] = r;
+    if constexpr (std::is_same_v<Series, model::PackedSeries>) {
+        // the series' own blocks are these: one of a single value (most of the reserved bytes')
+        // is not read value by value
+        static_assert(model::PackedSeries::kBlock == kBlock);
+        for (size_t b = 0; b < level.size(); ++b) {
+            const auto e = series.blockExtremes(b);
+            level[b] = {e.min, e.max, static_cast<int64_t>(e.maxIndex)};
+        }
+    } else {
+        for (size_t b = 0; b < level.size(); ++b) {
+            const int64_t from = static_cast<int64_t>(b) * kBlock, to = std::min(m_size, from + kBlock);
+            RangeExtremes r{series[static_cast<size_t>(from)], series[static_cast<size_t>(from)], from};
+            foldExtremes(series, from + 1, to, r);
+            level[b] = r;
+        }
     }
     m_levels.push_back(std::move(level));
     // a level above pays only where a range can hold two of its blocks

@@ -12,13 +12,6 @@ namespace memlens::views {
 
 namespace {
 
-// Whether every entry carries a time and times never go back: then time_us maps to entries.
-bool timesUsable(const model::TraceColumns& trace) {
-    for (uint8_t f : trace.flags)
-        if (!(f & model::TraceColumns::HasTime)) return false;
-    return EntryAxis::isNonDecreasing(trace.timeUs);
-}
-
 // Each range (in order of first entry) takes the lowest lane whose last range ended before it
 // begins. Ranges come by first entry, so a lane free for one range stays free for the next: the
 // lanes in use wait in a heap by their end, the free ones in a heap by index. O(n log lanes):
@@ -50,6 +43,11 @@ void assignLanes(std::vector<RangeMarker>& ranges, int& lanes) {
 } // namespace
 
 TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int device) {
+    const model::DeviceData* dev = snapshot.device(device);
+    return compute(snapshot, device, dev && EntryAxis::timesUsable(dev->trace));
+}
+
+TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int device, bool timesUsable) {
     TimelineMarkers out;
     const model::DeviceData* dev = snapshot.device(device);
     if (!dev) return out;
@@ -59,7 +57,7 @@ TimelineMarkers TimelineMarkers::compute(const model::Snapshot& snapshot, int de
         const model::Action a = trace.action[static_cast<size_t>(i)];
         if (a == model::Action::Oom || a == model::Action::Snapshot) out.m_points.push_back({i, a});
     }
-    if (n == 0 || !timesUsable(trace)) return out;
+    if (n == 0 || !timesUsable) return out;
 
     std::vector<const model::Annotation*> notes;
     for (const auto& a : snapshot.annotations)

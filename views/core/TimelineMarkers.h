@@ -32,6 +32,9 @@ class TimelineMarkers {
 public:
     TimelineMarkers() = default;
     static TimelineMarkers compute(const model::Snapshot& snapshot, int device);
+    // The same, told whether the device's trace can be drawn against time (EntryAxis::timesUsable),
+    // where the caller has found that out already: the ranges need it.
+    static TimelineMarkers compute(const model::Snapshot& snapshot, int device, bool timesUsable);
 
     // Sorted by first entry, then longest first.
     const std::vector<RangeMarker>& ranges() const { return m_ranges; }

@@ -86,6 +86,21 @@ public:
     }
     T front() const { return (*this)[0]; }
     T back() const { return (*this)[size() - 1]; }
+    // Calls f(i, value) for i in [from, to), in order: a block at a time, each at its own width,
+    // faster than indexing row by row.
+    template <class F>
+    void scan(size_t from, size_t to, F&& f) const {
+        while (from < to) {
+            const size_t b = from / kBlock, end = std::min(to, (b + 1) * kBlock);
+            switch (m_blocks[b].width()) {
+            case 1: scanBlock<1>(b, from, end, f); break;
+            case 2: scanBlock<2>(b, from, end, f); break;
+            case 3: scanBlock<3>(b, from, end, f); break;
+            default: scanBlock<4>(b, from, end, f); break;
+            }
+            from = end;
+        }
+    }
 
     void push_back(T value) {
         const size_t row = m_rows;
@@ -246,6 +261,22 @@ private:
         b.base += static_cast<uint64_t>(move) << Shift;
         b.startAndWidth = static_cast<uint64_t>(b.start()) << 2 | (width - 1);
         m_bytes.resize(b.start() + kBlock * width + kPadding);
+    }
+    // rows [from, end) of block b, whose width is W
+    template <unsigned W, class F>
+    void scanBlock(size_t b, size_t from, size_t end, F& f) const {
+        const Block& block = m_blocks[b];
+        const uint8_t* rows = m_bytes.data() + block.start();
+        constexpr unsigned s = 32 - 8 * W;
+        for (size_t i = from; i < end; ++i) {
+            uint32_t raw;  // as operator[] reads it
+            std::memcpy(&raw, rows + (i % kBlock) * W, sizeof raw);
+            const int32_t d = static_cast<int32_t>(raw << s) >> s;
+            if (d == smallest(W)) [[unlikely]]
+                f(i, aside(i));
+            else
+                f(i, static_cast<T>(block.base + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift)));
+        }
     }
     T aside(size_t i) const {
         const auto it = std::lower_bound(m_asideRows.begin(), m_asideRows.end(), static_cast<uint64_t>(i));

@@ -55,6 +55,15 @@ public:
     // Blocks whose values are all the same (no bytes of differences).
     size_t constantBlocks() const;
 
+    // The least and the greatest value of block b (values [b * kBlock, min(size, (b + 1) * kBlock)))
+    // and the first index of the greatest. A block of one value answers without reading any.
+    struct BlockExtremes {
+        int64_t min = 0;
+        int64_t max = 0;
+        size_t maxIndex = 0;
+    };
+    BlockExtremes blockExtremes(size_t b) const;
+
     // Fills a series of n values from the last to the first (below).
     class BackwardWriter;
 
@@ -83,6 +92,8 @@ private:
             // 8-byte differences wrap around (base + difference modulo 2^64 is the value)
             f(i, static_cast<int64_t>(static_cast<uint64_t>(base) + static_cast<uint64_t>(load<T>(d, i - first))));
     }
+    template <class T>
+    BlockExtremes extremesOf(size_t b, const uint8_t* d, size_t count) const;
     size_t m_size = 0;
     std::vector<int64_t> m_base;    // per block: its first value
     std::vector<uint64_t> m_blocks;  // per block: the offset of its differences in m_bytes << 8 | their width in bytes
