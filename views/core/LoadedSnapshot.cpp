@@ -18,9 +18,9 @@ std::shared_ptr<LoadedSnapshot> LoadedSnapshot::fromSnapshot(model::Snapshot sna
     // state), or with StateHistories::Later the final states; this one computes the timelines and
     // what else the timeline draws, and (histories built here) the lifetimes. With Later, the
     // document pairs the lifetimes once the timeline is drawn, and the final states are not
-    // waited for. On the 605 MB repeated real trace, side by side: timeline 40-60 ms and what it
-    // draws besides 16-38 ms, final state 100-190 ms, lifetimes 190-280 ms (150 ms alone). Only
-    // this thread reports progress.
+    // waited for. On the 605 MB repeated real trace, each alone: timeline 33-46 ms, what it draws
+    // besides 23-29 ms, final state 130-170 ms, lifetimes 180-250 ms (bench README, "The
+    // timeline's own work after the read"). Only this thread reports progress.
     const bool later = when == StateHistories::Later;
     if (later) {
         // The final states, on the second thread, are not waited for: the document picks them up
