@@ -12,6 +12,7 @@
 
 #include <limits>
 #include <random>
+#include <vector>
 
 using namespace memlens::views;
 
@@ -75,6 +76,30 @@ private slots:
         QCOMPARE(a.firstAtOrAfter(1.0), int64_t(2));
         QVERIFY(EntryAxis::isNonDecreasing(t));
         QVERIFY(!EntryAxis::isNonDecreasing(memlens::model::TimeColumn{3, 2}));
+    }
+
+    void timesOutOfOrderFoundInAnyBlock() {
+        // 1,000 times over 16 blocks of the column, at 1, 2 and 4 bytes a row, and a -1 (a missing
+        // time, kept aside); each one step back, wherever it is, makes them unordered
+        std::vector<int64_t> times(1000);
+        for (size_t i = 0; i < times.size(); ++i) times[i] = 1'000'000 + int64_t(i) * (i < 300 ? 3 : i < 600 ? 700 : 90'000);
+        const auto column = [](const std::vector<int64_t>& v) {
+            memlens::model::TimeColumn c;
+            for (int64_t x : v) c.push_back(x);
+            return c;
+        };
+        QVERIFY(EntryAxis::isNonDecreasing(column(times)));
+        for (size_t at : {size_t(1), size_t(63), size_t(64), size_t(128), size_t(450), size_t(999)}) {
+            std::vector<int64_t> back = times;
+            back[at] = back[at - 1] - 1;
+            QVERIFY2(!EntryAxis::isNonDecreasing(column(back)), qPrintable(QStringLiteral("a step back at %1").arg(at)));
+        }
+        std::vector<int64_t> missing = times;
+        missing[500] = -1;
+        QVERIFY(!EntryAxis::isNonDecreasing(column(missing)));
+        missing[0] = -1;
+        missing[500] = times[500];
+        QVERIFY(EntryAxis::isNonDecreasing(column(missing)));  // -1 first, then rising
     }
 
     void handComputedColumns() {
