@@ -75,49 +75,18 @@ size_t PackedSeries::memoryBytes() const {
     return m_base.capacity() * sizeof(int64_t) + m_blocks.capacity() * sizeof(uint64_t) + m_bytes.size();
 }
 
-template <class T>
-PackedSeries::BlockExtremes PackedSeries::extremesOf(size_t b, const uint8_t* d, size_t count) const {
-    const int64_t base = m_base[b];
-    BlockExtremes r{base, base, b * kBlock};
-    if constexpr (sizeof(T) < 8) {
-        // base + difference cannot wrap: the differences order the values
-        T lo = 0, hi = 0;
-        size_t at = 0;
-        for (size_t j = 0; j < count; ++j) {
-            const T x = static_cast<T>(load<T>(d, j));
-            lo = std::min(lo, x);
-            if (x > hi) {
-                hi = x;
-                at = j;
-            }
-        }
-        r.min = base + lo;
-        r.max = base + hi;
-        r.maxIndex = b * kBlock + at;
-    } else {
-        for (size_t j = 1; j < count; ++j) {
-            const auto v = static_cast<int64_t>(static_cast<uint64_t>(base) + static_cast<uint64_t>(load<T>(d, j)));
-            r.min = std::min(r.min, v);
-            if (v > r.max) {
-                r.max = v;
-                r.maxIndex = b * kBlock + j;
-            }
-        }
-    }
-    return r;
-}
-
 PackedSeries::BlockExtremes PackedSeries::blockExtremes(size_t b) const {
-    const uint64_t block = m_blocks[b];
-    const uint8_t* d = m_bytes.data() + (block >> 8);
-    const size_t count = std::min(kBlock, m_size - b * kBlock);
-    switch (block & 0xff) {
-    case 0: return {m_base[b], m_base[b], b * kBlock};
-    case 1: return extremesOf<int8_t>(b, d, count);
-    case 2: return extremesOf<int16_t>(b, d, count);
-    case 4: return extremesOf<int32_t>(b, d, count);
-    default: return extremesOf<int64_t>(b, d, count);
-    }
+    const size_t first = b * kBlock;
+    BlockExtremes r{m_base[b], m_base[b], first};  // the base is the block's first value
+    if ((m_blocks[b] & 0xff) == 0) return r;       // one value: nothing to read
+    scan(first + 1, std::min(m_size, first + kBlock), [&r](size_t i, int64_t v) {
+        r.min = std::min(r.min, v);
+        if (v > r.max) {
+            r.max = v;
+            r.maxIndex = i;
+        }
+    });
+    return r;
 }
 
 PackedSeries::BackwardWriter::BackwardWriter(size_t n) : m_next(n) {

@@ -92,8 +92,6 @@ private:
             // 8-byte differences wrap around (base + difference modulo 2^64 is the value)
             f(i, static_cast<int64_t>(static_cast<uint64_t>(base) + static_cast<uint64_t>(load<T>(d, i - first))));
     }
-    template <class T>
-    BlockExtremes extremesOf(size_t b, const uint8_t* d, size_t count) const;
     size_t m_size = 0;
     std::vector<int64_t> m_base;    // per block: its first value
     std::vector<uint64_t> m_blocks;  // per block: the offset of its differences in m_bytes << 8 | their width in bytes
