@@ -74,15 +74,7 @@ public:
 
     T operator[](size_t i) const {
         const Block& b = m_blocks[i / kBlock];
-        const unsigned width = b.width();
-        // a 4-byte load, sign-extended from the block's width (the bytes' end is padded)
-        uint32_t raw;
-        std::memcpy(&raw, m_bytes.data() + b.start() + (i % kBlock) * width, sizeof raw);
-        const unsigned s = 32 - 8 * width;
-        const int32_t d = static_cast<int32_t>(raw << s) >> s;
-        if (d == smallest(width)) [[unlikely]]
-            return aside(i);
-        return static_cast<T>(b.base + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift));
+        return rowValue(m_bytes.data() + b.start(), b.base, i, b.width());
     }
     T front() const { return (*this)[0]; }
     T back() const { return (*this)[size() - 1]; }
@@ -265,18 +257,22 @@ private:
     // rows [from, end) of block b, whose width is W
     template <unsigned W, class F>
     void scanBlock(size_t b, size_t from, size_t end, F& f) const {
-        const Block& block = m_blocks[b];
-        const uint8_t* rows = m_bytes.data() + block.start();
-        constexpr unsigned s = 32 - 8 * W;
-        for (size_t i = from; i < end; ++i) {
-            uint32_t raw;  // as operator[] reads it
-            std::memcpy(&raw, rows + (i % kBlock) * W, sizeof raw);
-            const int32_t d = static_cast<int32_t>(raw << s) >> s;
-            if (d == smallest(W)) [[unlikely]]
-                f(i, aside(i));
-            else
-                f(i, static_cast<T>(block.base + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift)));
-        }
+        // the block's rows and base read once: f may write anywhere
+        const uint8_t* rows = m_bytes.data() + m_blocks[b].start();
+        const uint64_t base = m_blocks[b].base;
+        for (size_t i = from; i < end; ++i) f(i, rowValue(rows, base, i, W));
+    }
+    // Row i of the block whose rows start at `rows`, with that base and width: a 4-byte load,
+    // sign-extended from the width (the bytes' end is padded). scan() names the width, so each of
+    // its copies shifts by a constant.
+    [[gnu::always_inline]] T rowValue(const uint8_t* rows, uint64_t base, size_t i, unsigned width) const {
+        uint32_t raw;
+        std::memcpy(&raw, rows + (i % kBlock) * width, sizeof raw);
+        const unsigned s = 32 - 8 * width;
+        const int32_t d = static_cast<int32_t>(raw << s) >> s;
+        if (d == smallest(width)) [[unlikely]]
+            return aside(i);
+        return static_cast<T>(base + (static_cast<uint64_t>(static_cast<int64_t>(d)) << Shift));
     }
     T aside(size_t i) const {
         const auto it = std::lower_bound(m_asideRows.begin(), m_asideRows.end(), static_cast<uint64_t>(i));
