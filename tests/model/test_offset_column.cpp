@@ -23,7 +23,8 @@ void expectSame(const Column& c, const std::vector<T>& values) {
     for (auto v : c) ASSERT_EQ(v, values[i++]) << "iterating, row " << i - 1;
     // scanned: the whole column, and ranges that start and end inside blocks
     const size_t n = values.size();
-    for (const auto& [from, to] : std::vector<std::pair<size_t, size_t>>{{0, n}, {n / 3, n - n / 5}, {n / 2, n / 2 + 1}, {n, n}}) {
+    for (const auto& range : std::vector<std::pair<size_t, size_t>>{{0, n}, {n / 3, n - n / 5}, {n / 2, n / 2 + 1}, {n, n}}) {
+        const size_t from = range.first, to = range.second;  // not a structured binding: clang 14's lambdas cannot take one
         if (to > n) continue;  // an empty column
         size_t next = from;
         c.scan(from, to, [&](size_t row, auto v) {
