@@ -215,7 +215,13 @@ const model::DeviceState& SnapshotDocument::currentState() const { return *curre
 
 std::shared_ptr<const model::DeviceState> SnapshotDocument::currentStateShared() const {
     // the last entry's state needs no history (while rewinding, the current entry is the last)
-    if (m_statePending) return std::make_shared<const model::DeviceState>(pendingState());  // not kept
+    // While the final states come, an empty one, kept like the others: currentState() hands out a
+    // reference to it (takeFinalStates drops it once they are there)
+    if (m_statePending) {
+        if (!m_state || m_state->at != m_current || m_state->device != m_device)
+            m_state = std::make_shared<const model::DeviceState>(pendingState());
+        return m_state;
+    }
     if (!m_state || m_state->at != m_current || m_state->device != m_device) {
         const auto loaded = finalStateOf(m_device);
         if (m_current == entryCount() - 1 && loaded)
