@@ -35,7 +35,7 @@ void PackedSeries::setBlock(size_t b, const int64_t* values, size_t count) {
     const size_t width = lo == 0 && hi == 0 ? 0 : fits(int8_t{}) ? 1 : fits(int16_t{}) ? 2 : fits(int32_t{}) ? 4 : 8;
     m_base[b] = base;
     const size_t offset = m_bytes.size();
-    m_blocks[b] = (static_cast<uint64_t>(offset) << 8) | width;
+    m_blocks[b] = descriptor(offset, width);
     if (width == 0) return;
     m_bytes.resize(offset + kBlock * width);  // a short last block is padded
     uint8_t* out = m_bytes.data() + offset;
@@ -56,11 +56,11 @@ void PackedSeries::setBlock(size_t b, const int64_t* values, size_t count) {
 }
 
 size_t PackedSeries::wideBlocks() const {
-    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return (b & 0xff) == 8; }));
+    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return widthOf(b) == 8; }));
 }
 
 size_t PackedSeries::constantBlocks() const {
-    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return (b & 0xff) == 0; }));
+    return static_cast<size_t>(std::count_if(m_blocks.begin(), m_blocks.end(), [](uint64_t b) { return widthOf(b) == 0; }));
 }
 
 std::vector<int64_t> PackedSeries::toVector() const {
@@ -78,7 +78,7 @@ size_t PackedSeries::memoryBytes() const {
 PackedSeries::BlockExtremes PackedSeries::blockExtremes(size_t b) const {
     const size_t first = b * kBlock;
     BlockExtremes r{m_base[b], m_base[b], first};  // the base is the block's first value
-    if ((m_blocks[b] & 0xff) == 0) return r;       // one value: nothing to read
+    if (widthOf(m_blocks[b]) == 0) return r;       // one value: nothing to read
     scan(first + 1, std::min(m_size, first + kBlock), [&r](size_t i, int64_t v) {
         r.min = std::min(r.min, v);
         if (v > r.max) {

@@ -6,6 +6,7 @@
 // machine-readable summary line:
 //   RESULT load_s=<best> load_median_s=<median> peak_rss_kb=<max> file_bytes=<n> entries=<n> ...
 // Exit status: 0, or 1 if a load failed (the ParseError is printed).
+#include "Median.h"
 #include "ProcStatus.h"
 
 #include "memlens/model/ParseError.h"
@@ -187,7 +188,7 @@ int main(int argc, char** argv) {
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
     double best = sorted.front();
-    double median = sorted[sorted.size() / 2];
+    double median = bench::median(times);
     std::printf("%s: %.1f MB, %d device(s), %llu trace entries, %llu segments, %llu blocks, %llu frames, "
                 "%llu stacks; model %.1f MB\n",
                 path.c_str(), fileMb, last.devices, static_cast<unsigned long long>(last.entries),

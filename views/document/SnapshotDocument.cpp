@@ -214,22 +214,18 @@ int64_t SnapshotDocument::entryCount() const { return static_cast<int64_t>(devic
 const model::DeviceState& SnapshotDocument::currentState() const { return *currentStateShared(); }
 
 std::shared_ptr<const model::DeviceState> SnapshotDocument::currentStateShared() const {
-    // the last entry's state needs no history (while rewinding, the current entry is the last)
-    // While the final states come, an empty one, kept like the others: currentState() hands out a
-    // reference to it (takeFinalStates drops it once they are there)
-    if (m_statePending) {
-        if (!m_state || m_state->at != m_current || m_state->device != m_device)
-            m_state = std::make_shared<const model::DeviceState>(pendingState());
-        return m_state;
-    }
-    if (!m_state || m_state->at != m_current || m_state->device != m_device) {
-        const auto loaded = finalStateOf(m_device);
-        if (m_current == entryCount() - 1 && loaded)
-            m_state = loaded;
-        else
-            m_state = std::make_shared<const model::DeviceState>(
-                m_current == entryCount() - 1 ? finalState() : history().stateAfter(m_current));
-    }
+    // One cached state, made again when the entry or the device changed. While the final states
+    // come, an empty one, kept like the others: currentState() hands out a reference to it
+    // (takeFinalStates drops it once they are there). The last entry's state needs no history
+    // (while rewinding, the current entry is the last).
+    if (m_state && m_state->at == m_current && m_state->device == m_device) return m_state;
+    const bool last = m_current == entryCount() - 1;
+    if (m_statePending)
+        m_state = std::make_shared<const model::DeviceState>(pendingState());
+    else if (auto loaded = last ? finalStateOf(m_device) : nullptr)
+        m_state = std::move(loaded);
+    else
+        m_state = std::make_shared<const model::DeviceState>(last ? finalState() : history().stateAfter(m_current));
     return m_state;
 }
 

@@ -26,6 +26,7 @@
 #include "timeline/TimelineView.h"
 #include "MainWindow.h"
 #include "ProcessMemory.h"
+#include "../Median.h"
 
 #include <QDockWidget>
 #include <QEventLoop>
@@ -213,7 +214,7 @@ public:
         }
         std::printf("  reference loop: fastest %.2f ms, median %.2f ms, slowest %.2f ms; %lld of %zu over 1.5x its fastest\n"
                     "  redraws over %.0f ms: %d of %zu, %d of them with the reference loop just after over 1.5x its fastest\n",
-                    m_referenceBest, sorted[sorted.size() / 2], sorted.back(), static_cast<long long>(slowReferences), sorted.size(),
+                    m_referenceBest, bench::median(sorted), sorted.back(), static_cast<long long>(slowReferences), sorted.size(),
                     goalMs, over, m_redraws.size(), overWithSlowReference);
     }
 
@@ -465,9 +466,8 @@ bool benchOpen(const std::string& path, int repeat, int windowRepeat, int larges
     }
     std::sort(pairRatios.begin(), pairRatios.end());
     const auto within = std::count_if(pairRatios.begin(), pairRatios.end(), [](double r) { return r <= 1.5; });
-    const size_t n = pairRatios.size();  // the median of an even count: the mean of the middle two
-    std::printf("; median %.2fx, %lld of %zu within 1.5x\n", (pairRatios[(n - 1) / 2] + pairRatios[n / 2]) / 2,
-                static_cast<long long>(within), n);
+    std::printf("; median %.2fx, %lld of %zu within 1.5x\n", bench::median(pairRatios), static_cast<long long>(within),
+                pairRatios.size());
     std::printf("    every run's own load / the document's arrival:");
     for (const auto& [load, arrival] : windowLoads) std::printf(" %.1f / %.1f", load, arrival);
     std::printf(" ms\n");

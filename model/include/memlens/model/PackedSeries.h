@@ -35,8 +35,8 @@ public:
             const size_t b = from / kBlock, first = b * kBlock, end = std::min(to, first + kBlock);
             const uint64_t block = m_blocks[b];
             const int64_t base = m_base[b];
-            const uint8_t* d = m_bytes.data() + (block >> 8);
-            switch (block & 0xff) {
+            const uint8_t* d = differencesOf(block);
+            switch (widthOf(block)) {
             case 0:
                 for (size_t i = from; i < end; ++i) f(i, base);
                 break;
@@ -69,10 +69,14 @@ public:
 
 private:
     void setBlock(size_t b, const int64_t* values, size_t count);  // values of block b, count <= kBlock
-    // the difference at j of a block whose descriptor is block (width as in m_blocks)
+    // A block's descriptor (m_blocks): the offset of its differences in m_bytes << 8 | their width
+    static uint64_t descriptor(size_t offset, size_t width) { return (static_cast<uint64_t>(offset) << 8) | width; }
+    static unsigned widthOf(uint64_t block) { return static_cast<unsigned>(block & 0xff); }
+    const uint8_t* differencesOf(uint64_t block) const { return m_bytes.data() + (block >> 8); }
+    // the difference at j of a block whose descriptor is block
     int64_t delta(uint64_t block, size_t j) const {
-        const uint8_t* d = m_bytes.data() + (block >> 8);
-        switch (block & 0xff) {
+        const uint8_t* d = differencesOf(block);
+        switch (widthOf(block)) {
         case 0: return 0;
         case 1: return load<int8_t>(d, j);
         case 2: return load<int16_t>(d, j);
@@ -94,7 +98,7 @@ private:
     }
     size_t m_size = 0;
     std::vector<int64_t> m_base;    // per block: its first value
-    std::vector<uint64_t> m_blocks;  // per block: the offset of its differences in m_bytes << 8 | their width in bytes
+    std::vector<uint64_t> m_blocks;  // per block: its descriptor (above); the width in bytes, 0 to 8
     std::vector<uint8_t> m_bytes;    // the blocks' differences, in the order the blocks were given
 };
 
