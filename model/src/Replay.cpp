@@ -2,6 +2,8 @@
 
 #include "memlens/model/HugePages.h"
 
+#include <algorithm>
+
 namespace memlens::model {
 
 ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const ReplayOptions& options) {
@@ -43,15 +45,18 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
         reserveHugePages(r.reservedAfter, w.ops.size());
         reserveHugePages(r.requestedAfter, w.ops.size());
     }
+    int64_t next = 0;  // the first entry the next op accounts for (ops of one entry: its position)
     for (size_t i = 0; i < w.ops.size(); ++i) {
         const WorkloadOp& op = w.ops[i];
         if (op.position > options.stopAfterEntry) break;
-        sim.setPosition(static_cast<uint32_t>(i), op.firstEntry);
+        sim.setPosition(static_cast<uint32_t>(i), std::min(next, op.position));
+        next = op.position + 1;
         switch (op.kind) {
         case WorkloadOp::Kind::Malloc: {
             DeviceRefusal refusal = options.recordedRefusals ? op.refusal : DeviceRefusal::None;
-            if (sim.malloc(op.id, op.size, op.stream, refusal, op.deviceFree, op.releases)) {
-                const WorkloadAllocation& a = w.allocations[op.id];
+            const WorkloadAllocation& a = w.allocations[op.id];
+            const uint64_t deviceFree = op.refusal == DeviceRefusal::Always ? w.deviceFreeOf(op.id) : 0;
+            if (sim.malloc(op.id, op.size, a.stream, refusal, deviceFree, op.releases)) {
                 if (!a.oom) {
                     ++r.allocations;
                     if (sim.addressOf(op.id) == a.address) ++r.atRecordedAddress;

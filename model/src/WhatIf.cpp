@@ -5,7 +5,10 @@
 #include "memlens/model/Timeline.h"
 
 #include <algorithm>
+#include <future>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
 namespace memlens::model {
 
@@ -36,8 +39,19 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     const auto n = static_cast<int64_t>(t.rows());
 
     // ---- the recording ----
+    // Its state history is built on a second thread while this one computes the timeline and
+    // reads the trace's workload (which waits for the history's state before the first entry).
+    std::future<StateHistory> historyLater =
+        std::async(std::thread::hardware_concurrency() < 2 ? std::launch::deferred : std::launch::async,
+                   [&snapshot, device] { return StateHistory(snapshot, device); });
     DeviceTimeline tl = computeTimeline(*dd);
-    StateHistory history(snapshot, device);
+    std::optional<StateHistory> held;
+    Workload w = buildWorkload(snapshot, device, settingsIn, [&] {
+        held.emplace(historyLater.get());
+        return held->stateAfter(-1);
+    });
+    if (!held) held.emplace(historyLater.get());  // no such device: no workload asked for it
+    const StateHistory& history = *held;
     Outcome& rec = res.recording;
     {
         int64_t best = -1;
@@ -78,8 +92,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // Without a given capacity the recording bounds it: an oom entry says how much was free
     // (capacity = reserved then + device_free); a malloc whose cudaMalloc failed and succeeded after
     // the cache was flushed says the capacity is below reserved-before-the-flush + the segment.
-    SimulatorSettings settings = settingsIn;
-    Workload w = buildWorkload(snapshot, device, settings, &history);
+    SimulatorSettings settings = settingsIn;  // the workload used it for sizes only, not the capacity
     if (settings.capacity) {
         res.capacitySource = "given";
     } else {
@@ -90,7 +103,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
             uint64_t bound = 0;
             std::string why;
             if (op.refusal == DeviceRefusal::Always) {
-                bound = static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[p])) + op.deviceFree;
+                bound = static_cast<uint64_t>(std::max<int64_t>(0, tl.reservedBytes[p])) + w.deviceFreeOf(op.id);
                 why = "the recorded oom at entry " + std::to_string(p) + " (reserved then + the device's free memory)";
             } else {
                 int64_t k = p - 1;  // back over the retry's segment_alloc / segment_map, then the flush

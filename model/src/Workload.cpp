@@ -5,13 +5,23 @@
 #include "memlens/model/HugePages.h"
 
 #include <algorithm>
+#include <future>
 #include <set>
+#include <thread>
 
 namespace memlens::model {
 
 namespace {
 constexpr uint64_t kSmallSize = 1ull << 20;
 } // namespace
+
+uint64_t Workload::deviceFreeOf(uint32_t id) const {
+    auto it = std::lower_bound(oomDeviceFree.begin(), oomDeviceFree.end(), id,
+                               [](const std::pair<uint32_t, uint64_t>& o, uint32_t v) { return o.first < v; });
+    return it != oomDeviceFree.end() && it->first == id ? it->second : 0;
+}
+
+static_assert(sizeof(WorkloadOp) == 32);
 
 AddressSpace Workload::addressSpace() const {
     AddressSpace a;
@@ -20,91 +30,47 @@ AddressSpace Workload::addressSpace() const {
     return a;
 }
 
-Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
-                       const StateHistory* given) {
-    Workload w;
-    w.device = device;
-    const DeviceData* dd = snapshot.device(device);
-    if (!dd) return w;
-    const TraceColumns& t = dd->trace;
+namespace {
+
+// A free of an address no trace allocation had taken before it: a block of the state before the
+// trace, or nothing known (decided once that state is there).
+struct OpenFree {
+    size_t op;        // its op in Workload::ops
+    uint64_t address;
+};
+
+bool isRelease(const TraceColumns& t, int64_t i) {
+    return t.action[i] == Action::SegmentFree || t.action[i] == Action::SegmentUnmap;
+}
+
+// The trace's ops and allocations, without the state before the first entry: allocations get ids
+// from 0 in trace order, frees of blocks allocated before the trace are left in openFrees.
+std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint64_t>& streams) {
+    const TraceColumns& t = dd.trace;
     const auto n = static_cast<int64_t>(t.rows());
-    w.traceEntries = n;
+    std::vector<OpenFree> openFrees;
     AddressMap<uint32_t> open;  // address -> live allocation id
-
-    // the state before the first entry
-    {
-        // without a history, only this state is needed: no checkpoints on the way to it
-        const DeviceState st = given ? given->stateAfter(-1) : initialDeviceState(snapshot, device);
-        for (const StateSegment& s : st.segments) {
-            InitialSegment seg;
-            seg.address = s.address;
-            seg.size = s.totalSize;
-            seg.stream = s.stream;
-            seg.small = !s.isLarge;
-            seg.expandable = s.isExpandable;
-            const uint64_t end = s.address + s.totalSize;
-            for (size_t i = 0; i < s.blocks.size(); ++i) {
-                const StateBlock& b = s.blocks[i];
-                if (b.kind == StateBlockKind::Free) continue;
-                InitialBlock ib;
-                ib.address = b.address;
-                ib.size = b.size;
-                ib.requested = b.requestedSize;
-                ib.allocated = true;
-                if (b.sizeEstimated) {
-                    ++w.estimatedInitialBlocks;
-                    ib.size = std::min(b.size, settings.roundSize(b.requestedSize));
-                    // an unsplit large block keeps up to 1 MiB beyond its rounded size; a free
-                    // large-pool block is always larger than 1 MiB, so a smaller gap is this block's
-                    uint64_t nextStart = end;
-                    for (size_t j = i + 1; j < s.blocks.size(); ++j)
-                        if (s.blocks[j].kind != StateBlockKind::Free) {
-                            nextStart = s.blocks[j].address;
-                            break;
-                        }
-                    uint64_t gap = nextStart - (ib.address + ib.size);
-                    if (s.isLarge && !s.isExpandable && gap > 0 && gap <= kSmallSize) ib.size += gap;
-                }
-                ib.id = static_cast<uint32_t>(w.allocations.size());
-                WorkloadAllocation a;
-                a.size = b.requestedSize;
-                a.address = b.address;
-                a.stream = s.stream;
-                a.stack = b.stack;
-                w.allocations.push_back(a);
-                open[b.address] = ib.id;
-                seg.blocks.push_back(ib);
-            }
-            w.initial.push_back(std::move(seg));
-        }
-    }
-
-    std::set<uint64_t> streams;
-    for (const auto& s : w.initial) streams.insert(s.stream);
-    auto isRelease = [&](int64_t i) { return t.action[i] == Action::SegmentFree || t.action[i] == Action::SegmentUnmap; };
-    int64_t nextFirst = 0;
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
     uint32_t pendingReleases = 0;
     // at most one op per entry (mallocs, frees, flushes) and one allocation per alloc: reserved at
     // once, so that growing them never copies hundreds of MB (pages never written are never used),
     // in 2 MiB pages: faulting them in 4 KiB at a time was about a third of building the workload
-    // (real x170, tests/bench/README.md)
+    // (real x170, tests/bench/README.md). The allocations of the state before the trace come after
+    // the trace's: at most one per free of the trace and one per block of the snapshot.
     {
-        size_t allocs = 0, ops = 0;
+        size_t allocs = 0, frees = 0, ops = 0;
         for (int64_t i = 0; i < n; ++i) {
             const Action a = t.action[i];
+            const bool free = a == Action::FreeCompleted || a == Action::Free;
             allocs += a == Action::Alloc || a == Action::Oom;
-            ops += a == Action::Alloc || a == Action::Oom || a == Action::FreeCompleted || a == Action::Free ||
-                   isRelease(i);
+            frees += free;
+            ops += a == Action::Alloc || a == Action::Oom || free || isRelease(t, i);
         }
         reserveHugePages(w.ops, ops + 1);
-        reserveHugePages(w.allocations, w.allocations.size() + allocs);
+        reserveHugePages(w.allocations, allocs + frees + dd.blocks.size());
     }
-    auto push = [&](WorkloadOp op) {
-        op.firstEntry = nextFirst;
-        nextFirst = op.position + 1;
-        w.ops.push_back(op);
-    };
+    uint64_t lastStream = 0;
+    bool anyStream = false;
     for (int64_t i = 0; i < n; ++i) {
         switch (t.action[i]) {
         case Action::Alloc: {
@@ -112,7 +78,6 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             op.kind = WorkloadOp::Kind::Malloc;
             op.id = static_cast<uint32_t>(w.allocations.size());
             op.size = t.size[i];
-            op.stream = t.stream[i];
             op.position = i;
             op.refusal = pending;
             op.releases = pendingReleases;
@@ -126,25 +91,27 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             a.stack = t.stack[i];
             w.allocations.push_back(a);
             open[t.addr[i]] = op.id;
-            streams.insert(op.stream);
-            push(op);
+            if (!anyStream || a.stream != lastStream) {
+                streams.insert(a.stream);
+                lastStream = a.stream;
+                anyStream = true;
+            }
+            w.ops.push_back(op);
             break;
         }
         case Action::FreeCompleted:
         case Action::Free: {
-            const uint32_t* at = open.find(t.addr[i]);
-            if (!at) {
-                ++w.unmatchedFrees;
-                break;
-            }
             WorkloadOp op;
             op.kind = WorkloadOp::Kind::Free;
-            op.id = *at;
-            op.stream = t.stream[i];
             op.position = i;
-            w.allocations[*at].freeEntry = i;
-            open.erase(t.addr[i]);
-            push(op);
+            if (const uint32_t* at = open.find(t.addr[i])) {
+                op.id = *at;
+                w.allocations[*at].freeEntry = i;
+                open.erase(t.addr[i]);
+            } else {
+                openFrees.push_back({w.ops.size(), t.addr[i]});
+            }
+            w.ops.push_back(op);
             break;
         }
         case Action::Oom: {
@@ -152,10 +119,9 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             op.kind = WorkloadOp::Kind::Malloc;
             op.id = static_cast<uint32_t>(w.allocations.size());
             op.size = t.size[i];  // the rounded size: rounding it again changes nothing
-            op.stream = t.stream[i];
             op.position = i;
             op.refusal = DeviceRefusal::Always;
-            op.deviceFree = t.addr[i];
+            w.oomDeviceFree.emplace_back(op.id, t.addr[i]);
             pending = DeviceRefusal::None;
             WorkloadAllocation a;
             a.allocEntry = i;
@@ -165,16 +131,16 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             a.oom = true;
             w.allocations.push_back(a);
             ++w.recordedOoms;
-            push(op);
+            w.ops.push_back(op);
             break;
         }
         case Action::SegmentAlloc: w.recordedSegments.emplace_back(t.size[i], t.addr[i]); break;
         case Action::SegmentMap: w.recordedMaps.push_back({t.stream[i], t.addr[i], i}); break;
         case Action::SegmentFree:
         case Action::SegmentUnmap: {
-            if (i > 0 && isRelease(i - 1)) break;  // inside a burst already classified
+            if (i > 0 && isRelease(t, i - 1)) break;  // inside a burst already classified
             int64_t j = i;
-            while (j < n && isRelease(j)) ++j;
+            while (j < n && isRelease(t, j)) ++j;
             // what follows the burst decides what caused it
             int64_t k = j;
             while (k < n && (t.action[k] == Action::FreeRequested || t.action[k] == Action::Snapshot)) ++k;
@@ -193,12 +159,120 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
             op.kind = WorkloadOp::Kind::EmptyCache;
             op.position = j - 1;  // the call ends with its last release
             ++w.emptyCacheCalls;
-            push(op);
+            w.ops.push_back(op);
             break;
         }
         default: break;
         }
     }
+    return openFrees;
+}
+
+// The state before the first entry, as initial segments whose allocated blocks get the ids after
+// the trace's; then the open frees: each frees the block of the state before the trace at its
+// address, unless that block was freed already or a trace allocation took the address before it
+// (as if the state's blocks had been in the trace's address map from the start). A free of
+// neither is dropped (unmatchedFrees).
+void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, std::vector<OpenFree> openFrees,
+                    const SimulatorSettings& settings, std::set<uint64_t>& streams) {
+    AddressMap<uint32_t> before(openFrees.empty() ? 16 : st.segments.size() * 4);  // address -> id
+    for (const StateSegment& s : st.segments) {
+        InitialSegment seg;
+        seg.address = s.address;
+        seg.size = s.totalSize;
+        seg.stream = s.stream;
+        seg.small = !s.isLarge;
+        seg.expandable = s.isExpandable;
+        const uint64_t end = s.address + s.totalSize;
+        for (size_t i = 0; i < s.blocks.size(); ++i) {
+            const StateBlock& b = s.blocks[i];
+            if (b.kind == StateBlockKind::Free) continue;
+            InitialBlock ib;
+            ib.address = b.address;
+            ib.size = b.size;
+            ib.requested = b.requestedSize;
+            ib.allocated = true;
+            if (b.sizeEstimated) {
+                ++w.estimatedInitialBlocks;
+                ib.size = std::min(b.size, settings.roundSize(b.requestedSize));
+                // an unsplit large block keeps up to 1 MiB beyond its rounded size; a free
+                // large-pool block is always larger than 1 MiB, so a smaller gap is this block's
+                uint64_t nextStart = end;
+                for (size_t j = i + 1; j < s.blocks.size(); ++j)
+                    if (s.blocks[j].kind != StateBlockKind::Free) {
+                        nextStart = s.blocks[j].address;
+                        break;
+                    }
+                uint64_t gap = nextStart - (ib.address + ib.size);
+                if (s.isLarge && !s.isExpandable && gap > 0 && gap <= kSmallSize) ib.size += gap;
+            }
+            ib.id = static_cast<uint32_t>(w.allocations.size());
+            WorkloadAllocation a;
+            a.size = b.requestedSize;
+            a.address = b.address;
+            a.stream = s.stream;
+            a.stack = b.stack;
+            w.allocations.push_back(a);
+            if (!openFrees.empty()) before[b.address] = ib.id;
+            seg.blocks.push_back(ib);
+        }
+        streams.insert(s.stream);
+        w.initial.push_back(std::move(seg));
+    }
+    if (openFrees.empty()) return;
+
+    // the first trace allocation at each open free's address
+    AddressMap<int64_t> firstAlloc(openFrees.size());
+    for (const OpenFree& f : openFrees) firstAlloc[f.address] = -1;
+    for (size_t i = 0; i < t.rows(); ++i)
+        if (t.action[i] == Action::Alloc)
+            if (int64_t* p = firstAlloc.find(t.addr[i]); p && *p < 0) *p = static_cast<int64_t>(i);
+    std::vector<bool> drop(w.ops.size(), false);
+    size_t dropped = 0;
+    for (const OpenFree& f : openFrees) {
+        WorkloadOp& op = w.ops[f.op];
+        const uint32_t* id = before.find(f.address);
+        const int64_t taken = *firstAlloc.find(f.address);
+        if (id && (taken < 0 || taken > op.position)) {
+            op.id = *id;
+            w.allocations[*id].freeEntry = op.position;
+            before.erase(f.address);
+        } else {
+            drop[f.op] = true;
+            ++dropped;
+        }
+    }
+    if (!dropped) return;
+    w.unmatchedFrees += dropped;
+    size_t out = 0;
+    for (size_t i = 0; i < w.ops.size(); ++i)
+        if (!drop[i]) w.ops[out++] = w.ops[i];
+    w.ops.resize(out);
+}
+
+} // namespace
+
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
+                       const StateHistory* history) {
+    if (history) return buildWorkload(snapshot, device, settings, [history] { return history->stateAfter(-1); });
+    // Without a history, only the state before the first entry is needed (no checkpoints on the
+    // way to it): rewound from the snapshot's on a second thread while this one reads the trace.
+    if (std::thread::hardware_concurrency() < 2)
+        return buildWorkload(snapshot, device, settings, [&] { return initialDeviceState(snapshot, device); });
+    auto before = std::async(std::launch::async, [&snapshot, device] { return initialDeviceState(snapshot, device); });
+    return buildWorkload(snapshot, device, settings, [&before] { return before.get(); });
+}
+
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
+                       const std::function<DeviceState()>& stateBefore) {
+    Workload w;
+    w.device = device;
+    const DeviceData* dd = snapshot.device(device);
+    if (!dd) return w;
+    w.traceEntries = static_cast<int64_t>(dd->trace.rows());
+    std::set<uint64_t> streams;
+    std::vector<OpenFree> openFrees = readTrace(w, *dd, streams);
+    addStateBefore(w, stateBefore(), dd->trace, std::move(openFrees), settings, streams);
     w.streams = streams.size();
 
     uint64_t privateSegments = 0;

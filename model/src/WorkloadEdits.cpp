@@ -106,7 +106,6 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
         WorkloadOp o;
         o.kind = WorkloadOp::Kind::Free;
         o.id = static_cast<uint32_t>(id);
-        o.stream = w.allocations[id].stream;
         o.position = earlyFree[id];
         out.push_back({o.position, 1, o});
     }
@@ -114,12 +113,7 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
         return a.position != b.position ? a.position < b.position : a.order < b.order;
     });
     w.ops.clear();
-    int64_t next = 0;
-    for (Keyed& k : out) {
-        k.op.firstEntry = std::min(next, k.op.position);
-        next = k.op.position + 1;
-        w.ops.push_back(k.op);
-    }
+    for (const Keyed& k : out) w.ops.push_back(k.op);
     return sum;
 }
 

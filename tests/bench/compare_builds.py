@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Alternating runs of `memlens-cli stats FILE` for several builds, without /usr/bin/time (for a
+"""Alternating runs of `memlens-cli stats FILE` (or another command: --command) for several
+builds, without /usr/bin/time (for a
 machine that lacks it, such as the GPU host): ROUNDS rounds, each variant once a round, so that a
 machine whose speed drifts slows each alike. A variant is a build, optionally pinned to the first
 K CPUs (--cores K) and optionally run with transparent huge pages disabled for the process
@@ -8,13 +9,14 @@ nothing). Prints per variant the least and median wall time, the largest peak RS
 median minor page faults and involuntary context switches (from wait4).
 
   tests/bench/compare_builds.py FILE --rounds 3 --cli head=build/app/memlens-cli \
-      --cli old=/tmp/cli-old [--cores 2] [--no-thp]
+      --cli old=/tmp/cli-old [--cores 2] [--no-thp] [--command "replay --device 0 --json"]
 
 With --cores and --no-thp each build also runs in those forms (all CPUs and THP on always run).
 """
 import argparse
 import ctypes
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -22,7 +24,7 @@ import time
 PR_SET_THP_DISABLE = 41
 
 
-def run_once(cli, path, cores, no_thp):
+def run_once(cli, command, path, cores, no_thp):
     def child_setup():
         if cores:
             os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
@@ -38,14 +40,14 @@ def run_once(cli, path, cores, no_thp):
             child_setup()
             fd = os.open(os.devnull, os.O_WRONLY)
             os.dup2(fd, 1)
-            os.execv(cli, [cli, "stats", path])
+            os.execv(cli, [cli, *command, path])
         finally:
             os._exit(127)
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        sys.exit(f"{cli} stats {path}: exit {code}")
+        sys.exit(f"{cli} {shlex.join(command)} {path}: exit {code}")
     return wall, ru.ru_maxrss, ru.ru_minflt, ru.ru_nivcsw, ru.ru_utime, ru.ru_stime
 
 
@@ -56,7 +58,9 @@ def main():
     ap.add_argument("--cli", action="append", required=True, help="NAME=PATH")
     ap.add_argument("--cores", type=int, default=0)
     ap.add_argument("--no-thp", action="store_true")
+    ap.add_argument("--command", default="stats", help="the command and its options, FILE last (default: stats)")
     a = ap.parse_args()
+    command = shlex.split(a.command)
     size = os.path.getsize(a.file)
     variants = []
     for spec in a.cli:
@@ -71,8 +75,8 @@ def main():
             variants.append((label, path, cores, no_thp, []))
     for _ in range(a.rounds):
         for label, path, cores, no_thp, runs in variants:
-            runs.append(run_once(path, a.file, cores, no_thp))
-    print(f"{a.file}: {size / 1e6:.1f} MB, {a.rounds} rounds, {os.cpu_count()} CPUs")
+            runs.append(run_once(path, command, a.file, cores, no_thp))
+    print(f"{a.command} {a.file}: {size / 1e6:.1f} MB, {a.rounds} rounds, {os.cpu_count()} CPUs")
     for label, _, _, _, runs in variants:
         walls = sorted(r[0] for r in runs)
         peak = max(r[1] for r in runs)  # KiB

@@ -243,6 +243,42 @@ def gen_leak(path, iterations=4):
     g.write(path, segs)
 
 
+def gen_stray_frees(path):
+    """A block P (2 MiB) allocated before the trace in a 20 MiB segment. The trace frees P, frees an
+    address no block ever had, frees P again, then allocates and frees A at P's place. Entries:
+    0, 1: free P; 2, 3: the stray free; 4: P again; 5: alloc A; 6: free A."""
+    g = Gen()
+    g.free(BASE, 2 * MiB)
+    g.free(BASE + (1 << 32), 4 * MiB)
+    g.entry("free_completed", BASE, 2 * MiB)
+    g.entry("alloc", BASE, 2 * MiB)
+    g.entry("free_completed", BASE, 2 * MiB)
+    g.write(path, [(BASE, [(20 * MiB, 0, "inactive")])])
+
+
+def check_stray_frees(cli, tmp, report):
+    """A free of a block allocated before the trace frees it in the replay; a free of an address
+    no block had, or of one freed already, is left out and counted (unmatched_frees)."""
+    p = os.path.join(tmp, "stray.pickle")
+    gen_stray_frees(p)
+    r = run([cli, "replay", p, "--device", "0", "--csv"])
+    if report.check(r.rc == 0, f"stray frees: replay --csv: {r.describe()}"):
+        rec = recorded_rows(oracle.traces_of(oracle.load(p))[0])
+        expect = [rec[0], rec[3], rec[4]]  # free P, alloc A, free A: the two unmatched frees left out
+        sim = simulated_rows(r.out_text)
+        report.check(sim == expect, f"stray frees: simulated {sim}, expected {expect}")
+    r = run([cli, "replay", p, "--device", "0", "--json"])
+    if report.check(r.rc == 0, f"stray frees: replay --json: {r.describe()}"):
+        j = json.loads(r.out)
+        report.check(j.get("unmatched_frees") == 2 and j.get("allocations") == 1 and j.get("at_recorded_address") == 1,
+                     f"stray frees: expected 2 unmatched frees and A at its address, got {short(r.out_text)}")
+    # what-if, nothing changed: the segment is all the simulation reserves, and only A or P is live
+    j = whatif(cli, p)
+    report.check(j["recording"]["peak_reserved"] == 20 * MiB and j["simulation"]["peak_reserved"] == 20 * MiB and
+                 j["simulation"]["peak_live"] == 2 * MiB and j["simulation"]["first_oom"] is None,
+                 f"stray frees: whatif unchanged: recording {short(j['recording'])}, simulation {short(j['simulation'])}")
+
+
 def whatif(cli, path, *args):
     r = run([cli, "whatif", path, "--device", "0", "--json", *args])
     if r.rc != 0:
@@ -375,6 +411,7 @@ def main():
         check_fix(a.cli, os.path.join(a.source_dir, "resources", "example.pickle"), report)
         check_whatif(a.cli, tmp, report)
         check_errors(a.cli, tmp, report)
+        check_stray_frees(a.cli, tmp, report)
         # generated traces: the bundled example, and a generated 20,000-entry snapshot
         check_fidelity(a.cli, os.path.join(a.source_dir, "resources", "example.pickle"), report)
         big = os.path.join(tmp, "large.pickle")

@@ -9,24 +9,27 @@
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace memlens::model {
 
 class StateHistory;
+struct DeviceState;
 
+// An op accounts for the trace entries after the op before it, up to its own position (the replay
+// reports the simulator's events against them). 32 bytes: a long trace has millions of them. The
+// stream of a malloc is its allocation's; the device_free of a recorded oom is kept aside
+// (Workload::deviceFreeOf).
 struct WorkloadOp {
     enum class Kind : uint8_t { Malloc, Free, EmptyCache };
     Kind kind = Kind::Malloc;
     DeviceRefusal refusal = DeviceRefusal::None;  // Malloc: what the recording's device answered
     uint32_t id = 0;                               // Malloc, Free: the allocation
-    uint64_t size = 0;                             // Malloc: size asked
-    uint64_t stream = 0;
-    uint64_t deviceFree = 0;                       // Malloc ending in a recorded oom: its device_free
     uint32_t releases = 0;                         // Malloc with UntilFlush: segments released before its retry
+    uint64_t size = 0;                             // Malloc: size asked
     int64_t position = 0;                          // the trace entry it comes from
-    int64_t firstEntry = 0;                        // first trace entry it accounts for
 };
 
 struct WorkloadAllocation {
@@ -57,6 +60,7 @@ struct Workload {
         int64_t position;
     };
     std::vector<Map> recordedMaps;               // segment_map, in trace order
+    std::vector<std::pair<uint32_t, uint64_t>> oomDeviceFree;  // recorded ooms: allocation id, device_free; by id
     uint64_t unmatchedFrees = 0;                 // free_completed of no known allocation
     uint64_t estimatedInitialBlocks = 0;         // initial blocks whose size was rebuilt from a free
     uint64_t emptyCacheCalls = 0;
@@ -69,12 +73,20 @@ struct Workload {
 
     // A fresh address space holding the recording's addresses.
     AddressSpace addressSpace() const;
+    // The device_free a recorded oom reported (the malloc of allocation id); 0 for any other.
+    uint64_t deviceFreeOf(uint32_t id) const;
 };
 
 // settings: used to rebuild the size of blocks freed during the trace but allocated before it.
 // history: the device's state history when the caller has one (the state before the first entry
-// comes from it); without, one is built and dropped.
+// comes from it); without, that state is rewound on a second thread while the trace is read.
+// Allocation ids: the trace's allocations from 0 in trace order, then the blocks allocated before
+// the trace (allocEntry -1).
 Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
                        const StateHistory* history = nullptr);
+// The same, the state before the first entry from stateBefore: called on this thread once the
+// trace is read (it may wait there for work done meanwhile on another thread).
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
+                       const std::function<DeviceState()>& stateBefore);
 
 } // namespace memlens::model
