@@ -252,11 +252,9 @@ void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, s
 
 } // namespace
 
-Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
-                       const StateHistory* history) {
-    if (history) return buildWorkload(snapshot, device, settings, [history] { return history->stateAfter(-1); });
-    // Without a history, only the state before the first entry is needed (no checkpoints on the
-    // way to it): rewound from the snapshot's on a second thread while this one reads the trace.
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings) {
+    // Only the state before the first entry is needed (no checkpoints on the way to it): rewound
+    // on a second thread while this one reads the trace.
     if (std::thread::hardware_concurrency() < 2)
         return buildWorkload(snapshot, device, settings, [&] { return initialDeviceState(snapshot, device); });
     auto before = std::async(std::launch::async, [&snapshot, device] { return initialDeviceState(snapshot, device); });

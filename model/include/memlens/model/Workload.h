@@ -15,7 +15,6 @@
 
 namespace memlens::model {
 
-class StateHistory;
 struct DeviceState;
 
 // An op accounts for the trace entries after the op before it, up to its own position (the replay
@@ -78,14 +77,12 @@ struct Workload {
 };
 
 // settings: used to rebuild the size of blocks freed during the trace but allocated before it.
-// history: the device's state history when the caller has one (the state before the first entry
-// comes from it); without, that state is rewound on a second thread while the trace is read.
-// Allocation ids: the trace's allocations from 0 in trace order, then the blocks allocated before
-// the trace (allocEntry -1).
-Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
-                       const StateHistory* history = nullptr);
-// The same, the state before the first entry from stateBefore: called on this thread once the
-// trace is read (it may wait there for work done meanwhile on another thread).
+// The state before the first entry is rewound from the snapshot's on a second thread while the
+// trace is read. Allocation ids: the trace's allocations from 0 in trace order, then the blocks
+// allocated before the trace (allocEntry -1).
+Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings);
+// The same, the state before the first entry from stateBefore (e.g. a state history's), called on
+// this thread once the trace is read: it may wait there for work done meanwhile on another thread.
 Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSettings& settings,
                        const std::function<DeviceState()>& stateBefore);
 
