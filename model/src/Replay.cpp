@@ -38,7 +38,8 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
         sim.addReservation(s.address, sim.reservationSize(s.small), s.stream, s.small, mapped);
     }
 
-    sim.reserveEvents(w.ops.size() + w.ops.size() / 8 + 64);
+    sim.keepEvents(options.events);
+    if (options.events) sim.reserveEvents(w.ops.size() + w.ops.size() / 8 + 64);
     r.initialReserved = sim.reservedBytes();
     r.initialRequested = sim.requestedBytes();
     if (options.series) {

@@ -16,6 +16,7 @@ DeviceState simulatedStateAfter(const Snapshot& snapshot, int device, const Simu
     options.series = false;
     options.stopAfterEntry = entry;
     options.keepSegments = true;
+    options.events = false;
     const ReplayResult r = replay(w, settings, options);
 
     DeviceState state;

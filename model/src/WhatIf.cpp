@@ -134,6 +134,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     res.estimated = res.edits.estimated;
     ReplayOptions opt;
     opt.recordedRefusals = false;
+    opt.events = false;  // the figures below need none
     ReplayResult r = replay(w, settings, opt);
     Outcome& sim = res.simulation;
     sim.peakReserved = r.peak.reserved;

@@ -121,6 +121,8 @@ public:
     uint64_t segmentCount() const { return segments_; }
     uint64_t allocRetries() const { return retries_; }
 
+    // false: events are not kept (what-if needs only the figures; millions of 32-byte events)
+    void keepEvents(bool keep) { keepEvents_ = keep; }
     const std::vector<SimEvent>& events() const { return events_; }
     std::vector<SimEvent> takeEvents() { return std::move(events_); }
     void reserveEvents(size_t n);  // in 2 MiB pages (HugePages.h): millions of events, written once
@@ -213,6 +215,7 @@ private:
     Pool small_, large_;
     std::vector<std::set<FreeKey>::node_type> spareNodes_;  // free-set nodes, reused: no allocation per split or merge
     std::vector<SimEvent> events_;
+    bool keepEvents_ = true;
     std::vector<SimOom> ooms_;
     uint64_t reserved_ = 0, allocated_ = 0, requested_ = 0, segments_ = 0, retries_ = 0;
     uint64_t peakAllocated_ = 0, peakRequested_ = 0;

@@ -21,6 +21,8 @@ struct ReplayOptions {
     int64_t stopAfterEntry = std::numeric_limits<int64_t>::max();
     // keep the simulator's segments and blocks as they are at the end (ReplayResult::segments)
     bool keepSegments = false;
+    // keep the simulator's events (ReplayResult::events; what-if and the simulated state need none)
+    bool events = true;
 };
 
 struct ReplayResult {
