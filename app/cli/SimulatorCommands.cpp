@@ -1,10 +1,12 @@
 // memlens-cli replay / whatif: the recorded trace replayed through the allocator simulator.
 #include "CliArgs.h"
+#include "CsvEventWriter.h"
 #include "CommandHelpers.h"
 #include "Commands.h"
 
 #include "memlens/model/Iterations.h"
 #include "memlens/model/ParseError.h"
+#include "memlens/model/RecordingComparison.h"
 #include "memlens/model/Replay.h"
 #include "memlens/model/SimulatorSettings.h"
 #include "memlens/model/SnapshotReader.h"
@@ -109,20 +111,17 @@ int replayCommand(const std::vector<std::string>& args) {
     model::Workload w = model::buildWorkload(snap, dev, settings);
     model::ReplayOptions opt;
     opt.series = false;
-    model::ReplayResult r = model::replay(w, settings, opt);
-    if (a.has("csv")) {
-        std::string out = "action,addr,size,stream\n";
-        char buf[128];
-        for (const auto& e : r.events) {
-            std::snprintf(buf, sizeof buf, "%s,%llu,%llu,%llu\n", model::actionName(e.action),
-                          static_cast<unsigned long long>(e.addr), static_cast<unsigned long long>(e.size),
-                          static_cast<unsigned long long>(e.stream));
-            writeBuffered(out, buf);
-        }
-        std::cout << out;
+    if (a.has("csv")) {  // each event written as the simulator makes it: none kept
+        CsvEventWriter writer;
+        opt.sink = &writer;
+        model::replay(w, settings, opt);
+        writer.flush();
         return 0;
     }
-    model::Fidelity f = model::compareWithRecording(w, r, *snap.device(dev));
+    model::RecordingComparison comparison(*snap.device(dev));  // as the events come: none kept
+    opt.sink = &comparison;
+    model::ReplayResult r = model::replay(w, settings, opt);
+    model::Fidelity f = comparison.finish(r.atRecordedAddress);
     if (a.has("json")) {
         Json first = nullptr;
         if (!f.exact()) {
@@ -140,7 +139,7 @@ int replayCommand(const std::vector<std::string>& args) {
                        {"settings", settings.describe()},
                        {"allocations", f.allocations},
                        {"at_recorded_address", f.atRecordedAddress},
-                       {"simulated_events", r.events.size()},
+                       {"simulated_events", r.eventCount},
                        {"compared_entries", f.comparedEntries},
                        {"matching_entries", f.matchingEntries},
                        {"exact", f.exact()},
@@ -157,7 +156,7 @@ int replayCommand(const std::vector<std::string>& args) {
                         Json{{"recorded", r.segmentAddressesRecorded}, {"invented", r.segmentAddressesInvented}}}});
         return 0;
     }
-    std::cout << "device " << dev << ": " << w.traceEntries << " trace entries, " << r.events.size()
+    std::cout << "device " << dev << ": " << w.traceEntries << " trace entries, " << r.eventCount
               << " simulated events\n"
               << "  allocations at the recorded address: " << f.atRecordedAddress << " of " << f.allocations << "\n";
     if (f.exact()) {

@@ -70,7 +70,11 @@ void AllocatorSimulator::eraseFree(int32_t b) {
 }
 
 void AllocatorSimulator::emitEvent(Action a, uint64_t addr, uint64_t size, uint64_t stream) {
-    if (keepEvents_) events_.push_back(SimEvent{a, op_, addr, size, stream});
+    ++eventCount_;
+    if (sink_)
+        sink_->onEvent(SimEvent{a, op_, addr, size, stream});
+    else if (keepEvents_)
+        events_.push_back(SimEvent{a, op_, addr, size, stream});
 }
 
 uint64_t AllocatorSimulator::pageSize(bool small) const { return small ? kSmallBuffer : settings_.largeSegmentSize; }

@@ -1,6 +1,7 @@
 #include "memlens/model/Replay.h"
 
 #include "memlens/model/HugePages.h"
+#include "memlens/model/RecordingComparison.h"
 
 #include <algorithm>
 
@@ -39,10 +40,16 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
     }
 
     sim.keepEvents(options.events);
-    if (options.events) sim.reserveEvents(w.ops.size() + w.ops.size() / 8 + 64);
+    sim.setEventSink(options.sink);
+    if (options.events && !options.sink) sim.reserveEvents(w.ops.size() + w.ops.size() / 8 + 64);
     r.initialReserved = sim.reservedBytes();
     r.initialRequested = sim.requestedBytes();
-    if (options.series) {
+    const std::vector<size_t>* only = options.series ? options.seriesOps : nullptr;
+    size_t nextSample = 0;  // in *only
+    if (only) {
+        r.reservedAfter.reserve(only->size());
+        r.requestedAfter.reserve(only->size());
+    } else if (options.series) {
         reserveHugePages(r.reservedAfter, w.ops.size());
         reserveHugePages(r.requestedAfter, w.ops.size());
     }
@@ -50,14 +57,14 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
     for (size_t i = 0; i < w.ops.size(); ++i) {
         const WorkloadOp& op = w.ops[i];
         if (op.position > options.stopAfterEntry) break;
-        sim.setPosition(static_cast<uint32_t>(i), std::min(next, op.position));
+        sim.setPosition(static_cast<uint32_t>(i), std::min<int64_t>(next, op.position));
         next = op.position + 1;
         switch (op.kind) {
         case WorkloadOp::Kind::Malloc: {
             DeviceRefusal refusal = options.recordedRefusals ? op.refusal : DeviceRefusal::None;
             const WorkloadAllocation& a = w.allocations[op.id];
             const uint64_t deviceFree = op.refusal == DeviceRefusal::Always ? w.deviceFreeOf(op.id) : 0;
-            if (sim.malloc(op.id, op.size, a.stream, refusal, deviceFree, op.releases)) {
+            if (sim.malloc(op.id, a.size, w.streamOf(a), refusal, deviceFree, op.releases)) {
                 if (!a.oom) {
                     ++r.allocations;
                     if (sim.addressOf(op.id) == a.address) ++r.atRecordedAddress;
@@ -70,13 +77,19 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
             break;
         case WorkloadOp::Kind::EmptyCache: sim.emptyCache(); break;
         }
-        if (options.series) {
+        if (only) {
+            for (; nextSample < only->size() && (*only)[nextSample] == i; ++nextSample) {
+                r.reservedAfter.push_back(sim.reservedBytes());
+                r.requestedAfter.push_back(sim.requestedBytes());
+            }
+        } else if (options.series) {
             r.reservedAfter.push_back(sim.reservedBytes());
             r.requestedAfter.push_back(sim.requestedBytes());
         }
     }
     if (options.keepSegments) r.segments = sim.segments();
     r.events = sim.takeEvents();
+    r.eventCount = sim.eventCount();
     r.ooms = sim.ooms();
     r.peak = sim.peak();
     r.peakAllocated = sim.peakAllocated();
@@ -87,70 +100,10 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
     return r;
 }
 
-namespace {
-
-bool compared(Action a) {
-    switch (a) {
-    case Action::Alloc:
-    case Action::FreeCompleted:
-    case Action::Free:
-    case Action::SegmentAlloc:
-    case Action::SegmentFree:
-    case Action::SegmentMap:
-    case Action::SegmentUnmap:
-    case Action::Oom: return true;
-    default: return false;
-    }
-}
-
-} // namespace
-
-Fidelity compareWithRecording(const Workload& w, const ReplayResult& r, const DeviceData& device) {
-    Fidelity f;
-    const TraceColumns& t = device.trace;
-    const auto n = static_cast<int64_t>(t.rows());
-    size_t s = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        Action a = t.action[i];
-        if (a == Action::Alloc) ++f.allocations;
-        if (!compared(a)) continue;
-        ++f.comparedEntries;
-        if (f.first.entry >= 0) continue;
-        Action ra = a == Action::Free ? Action::FreeCompleted : a;
-        bool same = false;
-        if (s < r.events.size()) {
-            const SimEvent& e = r.events[s];
-            same = e.action == ra && e.size == t.size[i] && (ra == Action::Oom || e.addr == t.addr[i]);
-        }
-        if (same) {
-            ++f.matchingEntries;
-            ++s;
-            continue;
-        }
-        f.first.entry = i;
-        f.first.recordedAction = a;
-        f.first.recordedAddr = t.addr[i];
-        f.first.recordedSize = t.size[i];
-        if (s < r.events.size()) {
-            const SimEvent& e = r.events[s];
-            f.first.simulated = true;
-            f.first.simulatedAction = e.action;
-            f.first.simulatedAddr = e.addr;
-            f.first.simulatedSize = e.size;
-            f.first.simulatedIndex = static_cast<int64_t>(s);
-        }
-    }
-    if (f.first.entry < 0 && s < r.events.size()) {
-        f.extraSimulatedEvents = r.events.size() - s;
-        f.first.simulated = true;
-        f.first.simulatedAction = r.events[s].action;
-        f.first.simulatedAddr = r.events[s].addr;
-        f.first.simulatedSize = r.events[s].size;
-        f.first.simulatedIndex = static_cast<int64_t>(s);
-    }
-    f.atRecordedAddress = r.atRecordedAddress;
-    (void)w;
-    return f;
+Fidelity compareWithRecording(const ReplayResult& r, const DeviceData& device) {
+    RecordingComparison comparison(device);
+    for (const SimEvent& e : r.events) comparison.onEvent(e);
+    return comparison.finish(r.atRecordedAddress);
 }
 
 } // namespace memlens::model

@@ -1,7 +1,6 @@
 #include "memlens/model/WhatIf.h"
 
 #include "memlens/model/AllocatorState.h"
-#include "memlens/model/HugePages.h"
 #include "memlens/model/Timeline.h"
 
 #include <algorithm>
@@ -51,9 +50,9 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
         return held->stateAfter(-1);
     });
     if (!held) held.emplace(historyLater.get());  // no such device: no workload asked for it
-    const StateHistory& history = *held;
     Outcome& rec = res.recording;
     {
+        const StateHistory& history = *held;
         int64_t best = -1;
         int64_t peak = tl.reservedBefore;
         int64_t liveThere = tl.liveBefore;
@@ -87,6 +86,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
             rec.firstOom = oo;
         }
     }
+    held.reset();  // the history is not needed beyond the recording's figures: not kept beside the simulation
 
     // ---- the device ----
     // Without a given capacity the recording bounds it: an oom entry says how much was free
@@ -132,9 +132,43 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // ---- the simulation ----
     res.edits = applyEdits(w, snapshot, edits);
     res.estimated = res.edits.estimated;
+
+    // ---- series ----
+    // sampled at the entries that end one of the program's calls (an alloc, a free, an
+    // empty_cache; ops are in entry order), where the recording and the simulation can be
+    // compared: the simulation after the last op at each sampled entry. The recording's now, so
+    // that its timeline is not kept beside the simulation.
+    std::vector<int64_t> sampleEntry;
+    std::vector<size_t> sampleOp;
+    {
+        int64_t distinct = 0;
+        for (size_t i = 0; i < w.ops.size(); ++i)
+            if (i == 0 || w.ops[i].position > w.ops[i - 1].position) ++distinct;
+        const std::vector<int64_t> picked = sampleEntries(distinct, seriesPoints);  // ascending
+        size_t j = 0;
+        int64_t end = -1;  // index of the current op's entry among the distinct ones
+        for (size_t i = 0; i < w.ops.size() && j < picked.size(); ++i) {
+            if (i == 0 || w.ops[i].position > w.ops[i - 1].position) ++end;
+            const bool lastAtEntry = i + 1 == w.ops.size() || w.ops[i + 1].position > w.ops[i].position;
+            if (lastAtEntry && end == picked[j]) {
+                sampleEntry.push_back(w.ops[i].position);
+                sampleOp.push_back(i);
+                ++j;
+            }
+        }
+    }
+    for (const int64_t e : sampleEntry) {
+        const int64_t reservedThere = e >= 0 ? tl.reservedBytes[static_cast<size_t>(e)] : tl.reservedBefore;
+        const int64_t liveThere = e >= 0 ? tl.liveBytes[static_cast<size_t>(e)] : tl.liveBefore;
+        rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, reservedThere)),
+                              static_cast<uint64_t>(std::max<int64_t>(0, liveThere))});
+    }
+    tl = DeviceTimeline{};
+
     ReplayOptions opt;
     opt.recordedRefusals = false;
     opt.events = false;  // the figures below need none
+    opt.seriesOps = &sampleOp;
     ReplayResult r = replay(w, settings, opt);
     Outcome& sim = res.simulation;
     sim.peakReserved = r.peak.reserved;
@@ -155,31 +189,8 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
         oo.deviceFree = o.deviceFree;
         sim.firstOom = oo;
     }
-
-    // ---- series ----
-    // sampled at the entries that end one of the program's calls (an alloc, a free, an
-    // empty_cache), where the recording and the simulation can be compared
-    std::vector<int64_t> ends;
-    reserveHugePages(ends, w.ops.size());
-    for (const WorkloadOp& op : w.ops)
-        if (ends.empty() || op.position > ends.back()) ends.push_back(op.position);
-    for (int64_t k : sampleEntries(static_cast<int64_t>(ends.size()), seriesPoints)) {
-        const int64_t e = ends[static_cast<size_t>(k)];
-        const int64_t reservedThere = e >= 0 ? tl.reservedBytes[static_cast<size_t>(e)] : tl.reservedBefore;
-        const int64_t liveThere = e >= 0 ? tl.liveBytes[static_cast<size_t>(e)] : tl.liveBefore;
-        rec.series.push_back({e, static_cast<uint64_t>(std::max<int64_t>(0, reservedThere)),
-                              static_cast<uint64_t>(std::max<int64_t>(0, liveThere))});
-        // the last op at or before entry e
-        auto it = std::upper_bound(w.ops.begin(), w.ops.end(), e,
-                                   [](int64_t v, const WorkloadOp& op) { return v < op.position; });
-        SeriesPoint p{e, r.initialReserved, r.initialRequested};
-        if (it != w.ops.begin()) {
-            auto k = static_cast<size_t>(std::prev(it) - w.ops.begin());
-            p.reserved = r.reservedAfter[k];
-            p.live = r.requestedAfter[k];
-        }
-        sim.series.push_back(p);
-    }
+    for (size_t k = 0; k < sampleEntry.size(); ++k)
+        sim.series.push_back({sampleEntry[k], r.reservedAfter[k], r.requestedAfter[k]});
     return res;
 }
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <future>
+#include <limits>
+#include <stdexcept>
 #include <set>
 #include <thread>
 
@@ -21,7 +23,17 @@ uint64_t Workload::deviceFreeOf(uint32_t id) const {
     return it != oomDeviceFree.end() && it->first == id ? it->second : 0;
 }
 
-static_assert(sizeof(WorkloadOp) == 32);
+uint16_t Workload::streamIndexOf(uint64_t stream) {
+    for (size_t i = 0; i < streamValues.size(); ++i)
+        if (streamValues[i] == stream) return static_cast<uint16_t>(i);
+    if (streamValues.size() > std::numeric_limits<uint16_t>::max())
+        throw std::length_error("the trace uses more than 65,536 streams: too many to replay");
+    streamValues.push_back(stream);
+    return static_cast<uint16_t>(streamValues.size() - 1);
+}
+
+static_assert(sizeof(WorkloadOp) == 16);
+static_assert(sizeof(WorkloadAllocation) == 32);
 
 AddressSpace Workload::addressSpace() const {
     AddressSpace a;
@@ -69,15 +81,26 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
         reserveHugePages(w.ops, ops + 1);
         reserveHugePages(w.allocations, allocs + frees + dd.blocks.size());
     }
+    // the last stream seen and its index: the stream set and table are not probed for every alloc
     uint64_t lastStream = 0;
+    uint16_t lastIndex = 0;
     bool anyStream = false;
-    for (int64_t i = 0; i < n; ++i) {
+    auto allocStream = [&](uint64_t stream) {
+        if (!anyStream || stream != lastStream) {
+            lastIndex = w.streamIndexOf(stream);
+            lastStream = stream;
+            anyStream = true;
+            streams.insert(stream);
+        }
+        return lastIndex;
+    };
+    for (int64_t e = 0; e < n; ++e) {
+        const auto i = static_cast<int32_t>(e);  // n < 2^31 (buildWorkload)
         switch (t.action[i]) {
         case Action::Alloc: {
             WorkloadOp op;
             op.kind = WorkloadOp::Kind::Malloc;
             op.id = static_cast<uint32_t>(w.allocations.size());
-            op.size = t.size[i];
             op.position = i;
             op.refusal = pending;
             op.releases = pendingReleases;
@@ -87,15 +110,10 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
             a.allocEntry = i;
             a.size = t.size[i];
             a.address = t.addr[i];
-            a.stream = t.stream[i];
+            a.streamIndex = allocStream(t.stream[i]);
             a.stack = t.stack[i];
             w.allocations.push_back(a);
             open[t.addr[i]] = op.id;
-            if (!anyStream || a.stream != lastStream) {
-                streams.insert(a.stream);
-                lastStream = a.stream;
-                anyStream = true;
-            }
             w.ops.push_back(op);
             break;
         }
@@ -118,15 +136,14 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
             WorkloadOp op;
             op.kind = WorkloadOp::Kind::Malloc;
             op.id = static_cast<uint32_t>(w.allocations.size());
-            op.size = t.size[i];  // the rounded size: rounding it again changes nothing
             op.position = i;
             op.refusal = DeviceRefusal::Always;
             w.oomDeviceFree.emplace_back(op.id, t.addr[i]);
             pending = DeviceRefusal::None;
             WorkloadAllocation a;
             a.allocEntry = i;
-            a.size = t.size[i];
-            a.stream = t.stream[i];
+            a.size = t.size[i];  // the rounded size: rounding it again changes nothing
+            a.streamIndex = w.streamIndexOf(t.stream[i]);  // not counted among Workload::streams
             a.stack = t.stack[i];
             a.oom = true;
             w.allocations.push_back(a);
@@ -139,7 +156,7 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
         case Action::SegmentFree:
         case Action::SegmentUnmap: {
             if (i > 0 && isRelease(t, i - 1)) break;  // inside a burst already classified
-            int64_t j = i;
+            int32_t j = i;
             while (j < n && isRelease(t, j)) ++j;
             // what follows the burst decides what caused it
             int64_t k = j;
@@ -210,7 +227,7 @@ void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, s
             WorkloadAllocation a;
             a.size = b.requestedSize;
             a.address = b.address;
-            a.stream = s.stream;
+            a.streamIndex = w.streamIndexOf(s.stream);
             a.stack = b.stack;
             w.allocations.push_back(a);
             if (!openFrees.empty()) before[b.address] = ib.id;
@@ -222,17 +239,17 @@ void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, s
     if (openFrees.empty()) return;
 
     // the first trace allocation at each open free's address
-    AddressMap<int64_t> firstAlloc(openFrees.size());
+    AddressMap<int32_t> firstAlloc(openFrees.size());
     for (const OpenFree& f : openFrees) firstAlloc[f.address] = -1;
     for (size_t i = 0; i < t.rows(); ++i)
         if (t.action[i] == Action::Alloc)
-            if (int64_t* p = firstAlloc.find(t.addr[i]); p && *p < 0) *p = static_cast<int64_t>(i);
+            if (int32_t* p = firstAlloc.find(t.addr[i]); p && *p < 0) *p = static_cast<int32_t>(i);
     std::vector<bool> drop(w.ops.size(), false);
     size_t dropped = 0;
     for (const OpenFree& f : openFrees) {
         WorkloadOp& op = w.ops[f.op];
         const uint32_t* id = before.find(f.address);
-        const int64_t taken = *firstAlloc.find(f.address);
+        const int32_t taken = *firstAlloc.find(f.address);
         if (id && (taken < 0 || taken > op.position)) {
             op.id = *id;
             w.allocations[*id].freeEntry = op.position;
@@ -268,6 +285,9 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     const DeviceData* dd = snapshot.device(device);
     if (!dd) return w;
     w.traceEntries = static_cast<int64_t>(dd->trace.rows());
+    if (w.traceEntries > std::numeric_limits<int32_t>::max())
+        throw std::length_error("device " + std::to_string(device) + " has " + std::to_string(w.traceEntries) +
+                                " trace entries: the simulator replays at most 2,147,483,647");
     std::set<uint64_t> streams;
     std::vector<OpenFree> openFrees = readTrace(w, *dd, streams);
     addStateBefore(w, stateBefore(), dd->trace, std::move(openFrees), settings, streams);

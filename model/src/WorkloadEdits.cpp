@@ -97,16 +97,16 @@ EditSummary applyEdits(Workload& w, const Snapshot& snapshot, const WorkloadEdit
     for (const WorkloadOp& op : w.ops) {
         if (op.kind != WorkloadOp::Kind::EmptyCache && dropped[op.id]) continue;
         if (op.kind == WorkloadOp::Kind::Free && earlyFree[op.id] >= 0) continue;
-        WorkloadOp o = op;
-        if (o.kind == WorkloadOp::Kind::Malloc && newSize[o.id]) o.size = newSize[o.id];
-        out.push_back({o.position, 0, o});
+        out.push_back({op.position, 0, op});
     }
+    for (size_t id = 0; id < nAlloc; ++id)  // the size its malloc asks
+        if (newSize[id]) w.allocations[id].size = newSize[id];
     for (size_t id = 0; id < nAlloc; ++id) {
         if (earlyFree[id] < 0) continue;
         WorkloadOp o;
         o.kind = WorkloadOp::Kind::Free;
         o.id = static_cast<uint32_t>(id);
-        o.position = earlyFree[id];
+        o.position = static_cast<int32_t>(earlyFree[id]);  // an entry of the trace
         out.push_back({o.position, 1, o});
     }
     std::stable_sort(out.begin(), out.end(), [](const Keyed& a, const Keyed& b) {

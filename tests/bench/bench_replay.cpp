@@ -2,7 +2,8 @@
 //
 // Loads FILE (timed), builds the replay input of one device (default 0: the rewound state and the
 // workload, timed), then replays it through the allocator simulator with the snapshot's settings
-// N times (default 3; the best time is kept) and checks the replay against the recording. Reports
+// N times (default 3; the best time is kept), comparing each event with the recording as it comes
+// (RecordingComparison, as `memlens-cli replay` does: no event is kept). Reports
 // trace entries per second of the replay (goal: >= 5,000,000 on the 1,000,000-entry bench file)
 // and the replay's time against the load's, measured in the same run. Ends with one
 // machine-readable line:
@@ -15,6 +16,7 @@
 // best of N. The goal (issue 13): both at most 2x the load.
 // (CPU times too: on a machine shared with other work the wall clock says little.)
 #include "memlens/model/ParseError.h"
+#include "memlens/model/RecordingComparison.h"
 #include "memlens/model/Replay.h"
 #include "memlens/model/WhatIf.h"
 #include "memlens/model/SnapshotReader.h"
@@ -85,22 +87,25 @@ int main(int argc, char** argv) {
 
     double best = 1e30, bestCpu = 1e30;
     ReplayResult r;
+    Fidelity f;
     ReplayOptions opt;
     opt.series = false;
     for (int k = 0; k < repeat; ++k) {
         auto r0 = Clock::now();
         const double rc0 = cpuNow();
+        RecordingComparison comparison(*dd);
+        opt.sink = &comparison;
         r = replay(w, settings, opt);
+        f = comparison.finish(r.atRecordedAddress);
         best = std::min(best, secs(Clock::now() - r0));
         bestCpu = std::min(bestCpu, cpuNow() - rc0);
     }
-    Fidelity f = compareWithRecording(w, r, *dd);
     const double n = static_cast<double>(dd->trace.rows());
     const double perS = best > 0 ? n / best : 0;
     const double perCpuS = bestCpu > 0 ? n / bestCpu : 0;
     std::printf("replay: best %.4f s of %d: %.2f M trace entries/s (%.1f M ops/s), %zu simulated events; "
                 "%.3f x the load time\n",
-                best, repeat, perS / 1e6, static_cast<double>(w.ops.size()) / best / 1e6, r.events.size(),
+                best, repeat, perS / 1e6, static_cast<double>(w.ops.size()) / best / 1e6, static_cast<size_t>(r.eventCount),
                 best / loadS);
     std::printf("replay CPU time: best %.4f s: %.2f M trace entries/s; load CPU time (main thread) %.3f s: replay / load "
                 "%.3f\n",

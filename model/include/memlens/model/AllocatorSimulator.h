@@ -12,6 +12,7 @@
 // segment_unmap, oom. Not modelled: private pools (CUDA graphs, MemPool), record_stream events
 // (a free is its free_completed), free-memory callbacks, IPC.
 #include "memlens/model/AddressSpace.h"
+#include "memlens/model/SimEventSink.h"
 #include "memlens/model/SimulatorSettings.h"
 #include "memlens/model/Snapshot.h"
 
@@ -123,6 +124,9 @@ public:
 
     // false: events are not kept (what-if needs only the figures; millions of 32-byte events)
     void keepEvents(bool keep) { keepEvents_ = keep; }
+    // each event goes to the sink as it is made, and is not kept (nullptr: kept, per keepEvents)
+    void setEventSink(SimEventSink* sink) { sink_ = sink; }
+    uint64_t eventCount() const { return eventCount_; }  // events made, kept or not
     const std::vector<SimEvent>& events() const { return events_; }
     std::vector<SimEvent> takeEvents() { return std::move(events_); }
     void reserveEvents(size_t n);  // in 2 MiB pages (HugePages.h): millions of events, written once
@@ -216,6 +220,8 @@ private:
     std::vector<std::set<FreeKey>::node_type> spareNodes_;  // free-set nodes, reused: no allocation per split or merge
     std::vector<SimEvent> events_;
     bool keepEvents_ = true;
+    SimEventSink* sink_ = nullptr;
+    uint64_t eventCount_ = 0;
     std::vector<SimOom> ooms_;
     uint64_t reserved_ = 0, allocated_ = 0, requested_ = 0, segments_ = 0, retries_ = 0;
     uint64_t peakAllocated_ = 0, peakRequested_ = 0;

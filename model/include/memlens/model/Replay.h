@@ -17,16 +17,22 @@ struct ReplayOptions {
     bool recordedRefusals = true;
     // keep the reserved / requested bytes after every op (for series)
     bool series = true;
+    // with series: after these ops only (indices into Workload::ops, ascending), not after every op
+    const std::vector<size_t>* seriesOps = nullptr;
     // stop before the first op of a later trace entry (the state right after that entry)
     int64_t stopAfterEntry = std::numeric_limits<int64_t>::max();
     // keep the simulator's segments and blocks as they are at the end (ReplayResult::segments)
     bool keepSegments = false;
     // keep the simulator's events (ReplayResult::events; what-if and the simulated state need none)
     bool events = true;
+    // hand each event to this sink as it is made instead (ReplayResult::events stays empty): a
+    // comparison with the recording (RecordingComparison) or a writer needs none kept
+    SimEventSink* sink = nullptr;
 };
 
 struct ReplayResult {
-    std::vector<SimEvent> events;
+    std::vector<SimEvent> events;          // with ReplayOptions::events and no sink
+    uint64_t eventCount = 0;               // events made, kept or not
     std::vector<SimOom> ooms;
     PeakState peak;                        // when reserved was highest
     uint64_t peakAllocated = 0;            // block bytes
@@ -34,8 +40,8 @@ struct ReplayResult {
     uint64_t finalReserved = 0;
     uint64_t initialReserved = 0;           // before the first op
     uint64_t initialRequested = 0;
-    std::vector<uint64_t> reservedAfter;   // per op (series)
-    std::vector<uint64_t> requestedAfter;  // per op (series)
+    std::vector<uint64_t> reservedAfter;   // per op (series), or per op of ReplayOptions::seriesOps
+    std::vector<uint64_t> requestedAfter;  // per op (series), or per op of ReplayOptions::seriesOps
     uint64_t allocations = 0;              // mallocs of the trace that got memory
     uint64_t atRecordedAddress = 0;        // ... at the address the recording has
     uint64_t segmentAddressesRecorded = 0; // new segments / reservations at a recorded address
@@ -70,6 +76,7 @@ struct Fidelity {
     bool exact() const { return first.entry < 0 && extraSimulatedEvents == 0; }
 };
 
-Fidelity compareWithRecording(const Workload& workload, const ReplayResult& result, const DeviceData& device);
+// The replay's kept events against the recording (RecordingComparison does the same as they come).
+Fidelity compareWithRecording(const ReplayResult& result, const DeviceData& device);
 
 } // namespace memlens::model

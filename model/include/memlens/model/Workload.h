@@ -18,27 +18,28 @@ namespace memlens::model {
 struct DeviceState;
 
 // An op accounts for the trace entries after the op before it, up to its own position (the replay
-// reports the simulator's events against them). 32 bytes: a long trace has millions of them. The
-// stream of a malloc is its allocation's; the device_free of a recorded oom is kept aside
-// (Workload::deviceFreeOf).
+// reports the simulator's events against them). 16 bytes: a long trace has millions of them. The
+// size a malloc asks and its stream are its allocation's; the device_free of a recorded oom is kept
+// aside (Workload::deviceFreeOf). Trace positions are 32-bit: buildWorkload refuses a device trace
+// of 2^31 entries or more (a snapshot file of some hundred GB).
 struct WorkloadOp {
     enum class Kind : uint8_t { Malloc, Free, EmptyCache };
     Kind kind = Kind::Malloc;
     DeviceRefusal refusal = DeviceRefusal::None;  // Malloc: what the recording's device answered
     uint32_t id = 0;                               // Malloc, Free: the allocation
     uint32_t releases = 0;                         // Malloc with UntilFlush: segments released before its retry
-    uint64_t size = 0;                             // Malloc: size asked
-    int64_t position = 0;                          // the trace entry it comes from
+    int32_t position = 0;                          // the trace entry it comes from
 };
 
+// 32 bytes, one per allocation of the trace and of the state before it.
 struct WorkloadAllocation {
-    int64_t allocEntry = -1;  // its alloc entry; -1: allocated before the trace
-    int64_t freeEntry = -1;   // its free_completed entry; -1: never freed in the trace
-    uint64_t size = 0;        // size asked
-    uint64_t address = 0;     // recorded address
-    uint64_t stream = 0;
+    uint64_t size = 0;          // size asked (a recorded oom: the rounded size; edits may change it)
+    uint64_t address = 0;       // recorded address
+    int32_t allocEntry = -1;    // its alloc entry; -1: allocated before the trace
+    int32_t freeEntry = -1;     // its free_completed entry; -1: never freed in the trace
     StackId stack = 0;
-    bool oom = false;         // the malloc of a recorded oom (never got memory)
+    uint16_t streamIndex = 0;   // into Workload::streamValues
+    bool oom = false;           // the malloc of a recorded oom (never got memory)
 };
 
 struct InitialSegment {
@@ -53,6 +54,7 @@ struct Workload {
     std::vector<InitialSegment> initial;
     std::vector<WorkloadOp> ops;                 // in trace order
     std::vector<WorkloadAllocation> allocations;  // by id
+    std::vector<uint64_t> streamValues;           // the allocations' streams (WorkloadAllocation::streamIndex)
     std::vector<std::pair<uint64_t, uint64_t>> recordedSegments;  // segment_alloc: size, address
     struct Map {
         uint64_t stream, address;
@@ -74,6 +76,10 @@ struct Workload {
     AddressSpace addressSpace() const;
     // The device_free a recorded oom reported (the malloc of allocation id); 0 for any other.
     uint64_t deviceFreeOf(uint32_t id) const;
+    uint64_t streamOf(const WorkloadAllocation& a) const { return streamValues[a.streamIndex]; }
+    // The index of stream in streamValues, added when new (at most 65,536 streams, else
+    // std::length_error).
+    uint16_t streamIndexOf(uint64_t stream);
 };
 
 // settings: used to rebuild the size of blocks freed during the trace but allocated before it.

@@ -43,6 +43,8 @@ bool isForwardBackwardStack(const Snapshot& snapshot, StackId stack);
 // Whether a stack has a frame whose function or file name contains `needle`.
 bool stackMatches(const Snapshot& snapshot, StackId stack, const std::string& needle);
 
+// Edits the workload in place: ops dropped or moved, and a scaled allocation's size (what its
+// malloc asks) changed.
 EditSummary applyEdits(Workload& workload, const Snapshot& snapshot, const WorkloadEdits& edits);
 
 } // namespace memlens::model
