@@ -24,12 +24,13 @@ uint64_t Workload::deviceFreeOf(uint32_t id) const {
 }
 
 uint16_t Workload::streamIndexOf(uint64_t stream) {
-    for (size_t i = 0; i < streamValues.size(); ++i)
-        if (streamValues[i] == stream) return static_cast<uint16_t>(i);
+    if (auto it = streamIndices.find(stream); it != streamIndices.end()) return it->second;
     if (streamValues.size() > std::numeric_limits<uint16_t>::max())
         throw std::length_error("the trace uses more than 65,536 streams: too many to replay");
+    const auto index = static_cast<uint16_t>(streamValues.size());
     streamValues.push_back(stream);
-    return static_cast<uint16_t>(streamValues.size() - 1);
+    streamIndices.emplace(stream, index);
+    return index;
 }
 
 static_assert(sizeof(WorkloadOp) == 16);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memlens::model {
@@ -55,6 +56,7 @@ struct Workload {
     std::vector<WorkloadOp> ops;                 // in trace order
     std::vector<WorkloadAllocation> allocations;  // by id
     std::vector<uint64_t> streamValues;           // the allocations' streams (WorkloadAllocation::streamIndex)
+    std::unordered_map<uint64_t, uint16_t> streamIndices;  // stream -> its index in streamValues
     std::vector<std::pair<uint64_t, uint64_t>> recordedSegments;  // segment_alloc: size, address
     struct Map {
         uint64_t stream, address;
