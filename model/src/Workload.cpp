@@ -8,7 +8,7 @@
 #include <future>
 #include <limits>
 #include <stdexcept>
-#include <set>
+#include <unordered_map>
 #include <thread>
 
 namespace memlens::model {
@@ -23,16 +23,6 @@ uint64_t Workload::deviceFreeOf(uint32_t id) const {
     return it != oomDeviceFree.end() && it->first == id ? it->second : 0;
 }
 
-uint16_t Workload::streamIndexOf(uint64_t stream) {
-    if (auto it = streamIndices.find(stream); it != streamIndices.end()) return it->second;
-    if (streamValues.size() > std::numeric_limits<uint16_t>::max())
-        throw std::length_error("the trace uses more than 65,536 streams: too many to replay");
-    const auto index = static_cast<uint16_t>(streamValues.size());
-    streamValues.push_back(stream);
-    streamIndices.emplace(stream, index);
-    return index;
-}
-
 static_assert(sizeof(WorkloadOp) == 16);
 static_assert(sizeof(WorkloadAllocation) == 32);
 
@@ -44,6 +34,39 @@ AddressSpace Workload::addressSpace() const {
 }
 
 namespace {
+
+// The workload's streams while it is built: each allocation's stream gets an index in
+// Workload::streamValues; Workload::streams counts those of the trace's allocations and of the
+// state's segments (not a stream only a recorded oom used).
+class StreamTable {
+public:
+    explicit StreamTable(std::vector<uint64_t>& values) : values_(values) {}
+    // stream's index in the values, added when new (at most 65,536 streams, else std::length_error)
+    uint16_t index(uint64_t stream, bool counted) {
+        Entry& e = entries_[stream];
+        e.counted = e.counted || counted;
+        if (e.index < 0) {
+            if (values_.size() > std::numeric_limits<uint16_t>::max())
+                throw std::length_error("the trace uses more than 65,536 streams: too many to replay");
+            e.index = static_cast<int32_t>(values_.size());
+            values_.push_back(stream);
+        }
+        return static_cast<uint16_t>(e.index);
+    }
+    void count(uint64_t stream) { entries_[stream].counted = true; }
+    uint64_t counted() const {
+        return static_cast<uint64_t>(
+            std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e.second.counted; }));
+    }
+
+private:
+    struct Entry {
+        int32_t index = -1;  // in the values; -1: none yet
+        bool counted = false;
+    };
+    std::vector<uint64_t>& values_;
+    std::unordered_map<uint64_t, Entry> entries_;
+};
 
 // A free of an address no trace allocation had taken before it: a block of the state before the
 // trace, or nothing known (decided once that state is there).
@@ -58,7 +81,7 @@ bool isRelease(const TraceColumns& t, int64_t i) {
 
 // The trace's ops and allocations, without the state before the first entry: allocations get ids
 // from 0 in trace order, frees of blocks allocated before the trace are left in openFrees.
-std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint64_t>& streams) {
+std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, StreamTable& streams) {
     const TraceColumns& t = dd.trace;
     const auto n = static_cast<int64_t>(t.rows());
     std::vector<OpenFree> openFrees;
@@ -82,16 +105,15 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
         reserveHugePages(w.ops, ops + 1);
         reserveHugePages(w.allocations, allocs + frees + dd.blocks.size());
     }
-    // the last stream seen and its index: the stream set and table are not probed for every alloc
+    // the last stream seen and its index: the stream table is not probed for every alloc
     uint64_t lastStream = 0;
     uint16_t lastIndex = 0;
     bool anyStream = false;
     auto allocStream = [&](uint64_t stream) {
         if (!anyStream || stream != lastStream) {
-            lastIndex = w.streamIndexOf(stream);
+            lastIndex = streams.index(stream, true);
             lastStream = stream;
             anyStream = true;
-            streams.insert(stream);
         }
         return lastIndex;
     };
@@ -144,7 +166,7 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
             WorkloadAllocation a;
             a.allocEntry = i;
             a.size = t.size[i];  // the rounded size: rounding it again changes nothing
-            a.streamIndex = w.streamIndexOf(t.stream[i]);  // not counted among Workload::streams
+            a.streamIndex = streams.index(t.stream[i], false);
             a.stack = t.stack[i];
             a.oom = true;
             w.allocations.push_back(a);
@@ -192,7 +214,7 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, std::set<uint
 // (as if the state's blocks had been in the trace's address map from the start). A free of
 // neither is dropped (unmatchedFrees).
 void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, std::vector<OpenFree> openFrees,
-                    const SimulatorSettings& settings, std::set<uint64_t>& streams) {
+                    const SimulatorSettings& settings, StreamTable& streams) {
     AddressMap<uint32_t> before(openFrees.empty() ? 16 : st.segments.size() * 4);  // address -> id
     for (const StateSegment& s : st.segments) {
         InitialSegment seg;
@@ -228,13 +250,13 @@ void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, s
             WorkloadAllocation a;
             a.size = b.requestedSize;
             a.address = b.address;
-            a.streamIndex = w.streamIndexOf(s.stream);
+            a.streamIndex = streams.index(s.stream, true);
             a.stack = b.stack;
             w.allocations.push_back(a);
             if (!openFrees.empty()) before[b.address] = ib.id;
             seg.blocks.push_back(ib);
         }
-        streams.insert(s.stream);
+        streams.count(s.stream);
         w.initial.push_back(std::move(seg));
     }
     if (openFrees.empty()) return;
@@ -289,10 +311,10 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
     if (w.traceEntries > std::numeric_limits<int32_t>::max())
         throw std::length_error("device " + std::to_string(device) + " has " + std::to_string(w.traceEntries) +
                                 " trace entries: the simulator replays at most 2,147,483,647");
-    std::set<uint64_t> streams;
+    StreamTable streams(w.streamValues);
     std::vector<OpenFree> openFrees = readTrace(w, *dd, streams);
     addStateBefore(w, stateBefore(), dd->trace, std::move(openFrees), settings, streams);
-    w.streams = streams.size();
+    w.streams = streams.counted();
 
     uint64_t privateSegments = 0;
     for (const Segment& s : dd->segments)

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace memlens::model {
@@ -55,8 +54,7 @@ struct Workload {
     std::vector<InitialSegment> initial;
     std::vector<WorkloadOp> ops;                 // in trace order
     std::vector<WorkloadAllocation> allocations;  // by id
-    std::vector<uint64_t> streamValues;           // the allocations' streams (WorkloadAllocation::streamIndex)
-    std::unordered_map<uint64_t, uint16_t> streamIndices;  // stream -> its index in streamValues
+    std::vector<uint64_t> streamValues;           // the allocations' streams (WorkloadAllocation::streamIndex), at most 65,536
     std::vector<std::pair<uint64_t, uint64_t>> recordedSegments;  // segment_alloc: size, address
     struct Map {
         uint64_t stream, address;
@@ -79,9 +77,6 @@ struct Workload {
     // The device_free a recorded oom reported (the malloc of allocation id); 0 for any other.
     uint64_t deviceFreeOf(uint32_t id) const;
     uint64_t streamOf(const WorkloadAllocation& a) const { return streamValues[a.streamIndex]; }
-    // The index of stream in streamValues, added when new (at most 65,536 streams, else
-    // std::length_error).
-    uint16_t streamIndexOf(uint64_t stream);
 };
 
 // settings: used to rebuild the size of blocks freed during the trace but allocated before it.
