@@ -22,6 +22,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   python3
   nlohmann-json3-dev libgtest-dev
+  # memory_viz's JSON form of a snapshot, read as a stream (model/JsonSnapshot)
+  rapidjson-dev
   # session files (model/SessionWriter, SessionFile) are SQLite databases
   libsqlite3-dev
   # compressed snapshots (.gz, .zst, .xz), decompressed as they are read (model/Decompressor)

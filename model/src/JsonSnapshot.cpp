@@ -4,96 +4,86 @@
 
 #include "memlens/model/ParseError.h"
 
-#include <nlohmann/json.hpp>
+#include <rapidjson/error/en.h>
+#include <rapidjson/reader.h>
 
 #include <algorithm>
-#include <iterator>
+#include <cctype>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace memlens::model {
 
 namespace {
 
-// JSON SAX events as pickle opcodes: an object is EMPTY_DICT MARK ... SETITEMS, an array
-// EMPTY_LIST MARK ... APPENDS; keys and short strings are memoised as torch's pickler shares them.
+// JSON SAX events (RapidJSON's reader) as pickle opcodes: an object is EMPTY_DICT MARK ...
+// SETITEMS, an array EMPTY_LIST MARK ... APPENDS; keys and short strings are memoised as torch's
+// pickler shares them.
 class PickleSax {
 public:
-    using number_integer_t = nlohmann::json::number_integer_t;
-    using number_unsigned_t = nlohmann::json::number_unsigned_t;
-    using number_float_t = nlohmann::json::number_float_t;
-    using string_t = nlohmann::json::string_t;
-    using binary_t = nlohmann::json::binary_t;
-
-    bool null() {
+    bool Null() {
         item();
         e.none();
         return more();
     }
-    bool boolean(bool v) {
+    bool Bool(bool v) {
         item();
         e.boolean(v);
         return more();
     }
-    bool number_integer(number_integer_t v) {
+    bool Int(int v) { return Int64(v); }
+    bool Uint(unsigned v) { return Uint64(v); }
+    bool Int64(int64_t v) {
         item();
         e.integer(v);
         return more();
     }
-    bool number_unsigned(number_unsigned_t v) {
+    bool Uint64(uint64_t v) {
         item();
         e.unsignedInteger(v);
         return more();
     }
-    bool number_float(number_float_t v, const string_t&) {
+    bool Double(double v) {  // also an integer too large for 64 bits (Python's json would keep it exact)
         item();
         e.real(v);
         return more();
     }
-    bool string(string_t& s) {
+    bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }  // not asked for
+    bool String(const char* s, rapidjson::SizeType n, bool) {
         item();
-        e.str(s, s.size() <= 64);
+        e.str(std::string_view(s, n), n <= 64);
         return more();
     }
-    bool binary(binary_t&) {
-        error = "binary values are not JSON a snapshot has";
-        return false;
-    }
-    bool start_object(std::size_t) {
+    bool StartObject() {
         item();
         e.beginDict();
         open_.push_back(false);
         return true;
     }
-    bool key(string_t& s) {
+    bool Key(const char* s, rapidjson::SizeType n, bool) {
         item();
-        e.str(s, true);
+        e.str(std::string_view(s, n), true);
         return true;
     }
-    bool end_object() {
+    bool EndObject(rapidjson::SizeType) {
         if (open_.back()) e.setItems();
         open_.pop_back();
         return more();
     }
-    bool start_array(std::size_t) {
+    bool StartArray() {
         item();
         e.beginList();
         open_.push_back(false);
         return true;
     }
-    bool end_array() {
+    bool EndArray(rapidjson::SizeType) {
         if (open_.back()) e.appends();
         open_.pop_back();
         return more();
     }
-    bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
-        error = ex.what();
-        errorAt = position;
-        return false;
-    }
 
     PickleEmitter e;
-    std::string error;
-    std::size_t errorAt = 0;
     const ByteReader::Sink* sink = nullptr;
     bool stopped = false;  // the sink refused: the reader is gone
 
@@ -117,62 +107,99 @@ private:
     std::vector<bool> open_;  // per open container: whether its MARK is out
 };
 
-// The reader's bytes as an input iterator for the JSON parser (nothing is read twice).
-class ReaderIterator {
+// The reader's bytes as a RapidJSON input stream, a buffered chunk at a time (nothing is read
+// twice, nothing copied). '\0' is the end, as RapidJSON expects of a stream. Counts the lines of
+// each chunk it leaves, so that an error can name its line and column.
+class ReaderStream {
 public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = char;
-    using difference_type = std::ptrdiff_t;
-    using pointer = const char*;
-    using reference = const char&;
-
-    ReaderIterator() = default;
-    ReaderIterator(ByteReader* in, const LoadOptions* options) : in_(in), options_(options) { fill(); }
-    reference operator*() const { return c_; }
-    ReaderIterator& operator++() {
-        fill();
-        return *this;
+    using Ch = char;
+    ReaderStream(ByteReader& in, const LoadOptions& options) : in_(in), options_(options) {
+        p_ = in_.cursor();
+        end_ = p_ + in_.buffered();
     }
-    bool operator==(const ReaderIterator& o) const { return atEnd() == o.atEnd(); }
-    bool operator!=(const ReaderIterator& o) const { return !(*this == o); }
+    Ch Peek() {
+        if (p_ == end_) [[unlikely]]
+            if (ended_ || !next()) return '\0';
+        return static_cast<Ch>(*p_);
+    }
+    Ch Take() {
+        if (p_ == end_) [[unlikely]]
+            if (ended_ || !next()) return '\0';
+        return static_cast<Ch>(*p_++);
+    }
+    size_t Tell() const { return static_cast<size_t>(in_.offset() + static_cast<uint64_t>(p_ - in_.cursor())); }
+    // output: not a stream RapidJSON writes to
+    Ch* PutBegin() { return nullptr; }
+    void Put(Ch) {}
+    void Flush() {}
+    size_t PutEnd(Ch*) { return 0; }
+
+    // The line (from 1) and column (from 1) of the byte at `offset`, which is in the current chunk.
+    std::pair<uint64_t, uint64_t> lineAndColumn(uint64_t offset) {
+        const uint8_t* at = in_.cursor() + std::min<uint64_t>(offset - in_.offset(), static_cast<uint64_t>(end_ - in_.cursor()));
+        countLines(in_.cursor(), at);
+        return {lines_ + 1, offset - lineStart_ + 1};
+    }
 
 private:
-    bool atEnd() const { return in_ == nullptr || end_; }
-    void fill() {
-        if (in_->buffered() > 0) {
-            c_ = static_cast<char>(*in_->cursor());
-            in_->skip(1);
-            return;
-        }
+    // The current chunk is read: the next one, or false at the end of the data.
+    bool next() {
+        countLines(in_.cursor(), end_);
+        in_.skip(static_cast<size_t>(end_ - in_.cursor()));
         // a new chunk: a moment to report progress and to notice a cancel
-        if (options_) {
-            if (options_->cancel && options_->cancel->load(std::memory_order_relaxed)) throw Cancelled();
-            if (options_->progress && in_->progressTotal())
-                options_->progress("reading", std::min(1.0, static_cast<double>(in_->progressPosition()) /
-                                                                static_cast<double>(in_->progressTotal())));
-        }
-        uint8_t b;
-        if (in_->readSome(&b, 1) == 1) c_ = static_cast<char>(b);
-        else end_ = true;
+        if (options_.cancel && options_.cancel->load(std::memory_order_relaxed)) throw Cancelled();
+        if (options_.progress && in_.progressTotal())
+            options_.progress("reading", std::min(1.0, static_cast<double>(in_.progressPosition()) /
+                                                           static_cast<double>(in_.progressTotal())));
+        const auto more = in_.peek(1);
+        p_ = in_.cursor();
+        end_ = p_ + in_.buffered();
+        ended_ = more.empty();
+        return !ended_;
     }
-    ByteReader* in_ = nullptr;
-    const LoadOptions* options_ = nullptr;
-    char c_ = 0;
-    bool end_ = false;
+    void countLines(const uint8_t* from, const uint8_t* to) {
+        for (const uint8_t* q = from; q < to; ++q) {
+            q = static_cast<const uint8_t*>(std::memchr(q, '\n', static_cast<size_t>(to - q)));
+            if (!q) break;
+            ++lines_;
+            lineStart_ = in_.offset() + static_cast<uint64_t>(q + 1 - in_.cursor());
+        }
+    }
+
+    ByteReader& in_;
+    const LoadOptions& options_;
+    const uint8_t* p_ = nullptr;
+    const uint8_t* end_ = nullptr;
+    uint64_t lines_ = 0;      // newlines before in_.cursor()
+    uint64_t lineStart_ = 0;  // the offset after the last of them
+    bool ended_ = false;      // the data ended: not asked for again
 };
+
+std::string sentence(const char* s) {  // RapidJSON's "Missing a name for object member." as a clause
+    std::string out(s);
+    if (!out.empty() && out.back() == '.') out.pop_back();
+    if (!out.empty()) out[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(out[0])));
+    return out;
+}
 
 } // namespace
 
 void jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options, const ByteReader::Sink& sink) {
     PickleSax sax;
     sax.sink = &sink;
-    const bool ok = nlohmann::json::sax_parse(ReaderIterator(&in, &options), ReaderIterator(), &sax);
+    ReaderStream stream(in, options);
+    rapidjson::Reader reader;
+    // iterative: no recursion however deep the nesting; numbers exact as Python's json reads
+    // them; NaN and Infinity, which Python's json.dump writes; strings checked to be UTF-8
+    constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseFullPrecisionFlag |
+                                rapidjson::kParseNanAndInfFlag | rapidjson::kParseValidateEncodingFlag;
+    const rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, sax);
     if (sax.stopped) return;
-    if (!ok || !sax.error.empty()) {
-        std::string what = sax.error.empty() ? std::string("not valid JSON") : sax.error;
-        if (auto p = what.find("] "); what.rfind("[json.exception", 0) == 0 && p != std::string::npos)
-            what = what.substr(p + 2);  // without nlohmann's exception id
-        throw ParseError(sax.errorAt ? sax.errorAt - 1 : ParseError::kNoOffset, "JSON snapshot: " + what);
+    if (!ok) {
+        const uint64_t at = ok.Offset();
+        const auto [line, column] = stream.lineAndColumn(at);
+        throw ParseError(at, "JSON snapshot: parse error at line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + sentence(rapidjson::GetParseError_En(ok.Code())));
     }
     const std::string tail = sax.e.finish();
     if (!tail.empty()) sink(reinterpret_cast<const uint8_t*>(tail.data()), tail.size());

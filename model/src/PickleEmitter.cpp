@@ -1,5 +1,6 @@
 #include "PickleEmitter.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace memlens::model {
@@ -7,6 +8,16 @@ namespace memlens::model {
 namespace {
 void le(std::string& out, uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// The slot of s in a table of 2^bits: its length and its first and last (up to) 8 bytes, mixed.
+size_t recentSlot(std::string_view s, int bits) {
+    const size_t n = s.size(), k = std::min<size_t>(n, 8);
+    uint64_t first = 0, last = 0;
+    std::memcpy(&first, s.data(), k);
+    std::memcpy(&last, s.data() + n - k, k);
+    const uint64_t h = (first * 0x9e3779b97f4a7c15ull) ^ (last * 0xc2b2ae3d27d4eb4full) ^ (n * 0x165667b19e3779f9ull);
+    return static_cast<size_t>(h >> (64 - bits));
 }
 } // namespace
 
@@ -48,13 +59,22 @@ void PickleEmitter::real(double v) {
 }
 
 void PickleEmitter::str(std::string_view s, bool share) {
+    Recent* recent = nullptr;
     if (share) {
-        if (auto it = strings_.find(std::string(s)); it != strings_.end()) return get(it->second);
+        recent = &recent_[recentSlot(s, kRecentBits)];
+        if (recent->key && *recent->key == s) return get(recent->id);
+        if (auto it = strings_.find(s); it != strings_.end()) {
+            *recent = {&it->first, it->second};
+            return get(it->second);
+        }
     }
     out_ += 'X';  // BINUNICODE: the bytes are UTF-8 as read
     le(out_, s.size(), 4);
     out_.append(s.data(), s.size());
-    if (share) strings_.emplace(std::string(s), put());
+    if (share) {
+        const auto [it, added] = strings_.emplace(std::string(s), put());
+        *recent = {&it->first, it->second};
+    }
 }
 
 uint32_t PickleEmitter::put() {

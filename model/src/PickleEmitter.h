@@ -3,6 +3,7 @@
 // does, opcode by opcode (PROTO 2..4 header, EMPTY_DICT / MARK / SETITEMS, EMPTY_LIST / APPENDS,
 // BINUNICODE, BININT*, LONG1, NEWTRUE / NEWFALSE, BINFLOAT, TUPLE2, BINPUT / BINGET). Python's
 // pickle and PyTorch's memory_viz read it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,7 +47,21 @@ public:
 private:
     std::string out_;
     uint32_t next_ = 0;
-    std::unordered_map<std::string, uint32_t> strings_;
+    // looked up by a string_view without making a string of it
+    struct Hash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> strings_;
+    // The shared strings met lately, by a cheap hash of their length and first and last 8 bytes
+    // (a JSON repeats the same keys and names over and over): a hit costs no full hash and no
+    // walk of the map; a miss or a collision falls back to the map.
+    struct Recent {
+        const std::string* key = nullptr;  // the map's own (its nodes do not move)
+        uint32_t id = 0;
+    };
+    static constexpr int kRecentBits = 12;
+    std::array<Recent, size_t(1) << kRecentBits> recent_{};
 };
 
 } // namespace memlens::model

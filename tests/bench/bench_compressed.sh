@@ -5,8 +5,8 @@
 # `make_large_snapshot.py --entries 1000000 FILE`). It is compressed here with gzip -1, zstd -3 and
 # xz -1 (the tools present), and with --json also written as JSON (large: about 24x the pickle).
 # For each form: `memlens-cli stats FILE --json`, best of two, wall time and peak RSS
-# (/usr/bin/time); Python's pickle.load (through gzip.open for .gz) as the baseline; the speed-up
-# and memlens' peak RSS against the form's size. Then `slice` of the middle fifth of device 0.
+# (/usr/bin/time); Python's pickle.load (through gzip.open for .gz) as the baseline, for the JSON
+# Python's json.load of the same JSON; the speed-up and memlens' peak RSS against the form's size. Then `slice` of the middle fifth of device 0.
 set -euo pipefail
 CLI=$(readlink -f "${1:?usage: bench_compressed.sh CLI FILE [--json]}")
 SRC=$(readlink -f "${2:?usage: bench_compressed.sh CLI FILE [--json]}")
@@ -32,18 +32,22 @@ best() {  # best of two: "seconds kilobytes" of the command
 py_plain=$(best "$PY" -c "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))" "$WORK/s.pickle")
 py_gz=""
 [[ -f $WORK/s.pickle.gz ]] && py_gz=$(best "$PY" -c "import gzip, pickle, sys; pickle.load(gzip.open(sys.argv[1], 'rb'))" "$WORK/s.pickle.gz")
+py_json=""
+[[ -f $WORK/s.json ]] && py_json=$(best "$PY" -c "import json, sys; json.load(open(sys.argv[1], 'rb'))" "$WORK/s.json")
 printf '%-14s %10s %9s %10s %14s %16s\n' form "size MB" "time s" "peak MB" "python time s" "speed-up x" 
 for f in "${forms[@]}"; do
   size=$(stat -c %s "$WORK/$f")
   read -r t kb < <(best "$CLI" stats "$WORK/$f" --json)
   base=$py_plain
   [[ $f == *.gz ]] && base=$py_gz
-  [[ $f == *.zst || $f == *.xz || $f == *.json ]] && base=$py_plain
+  [[ $f == *.zst || $f == *.xz ]] && base=$py_plain
+  [[ $f == *.json ]] && base=$py_json
   pt=${base%% *}
   awk -v f="$f" -v s="$size" -v t="$t" -v kb="$kb" -v pt="$pt" \
     'BEGIN { printf "%-14s %10.1f %9.2f %10.0f %14.2f %16.1f   peak/size %.2f\n", f, s/1e6, t, kb*1024/1e6, pt, pt/t, kb*1024/s }'
 done
 echo "python pickle.load of the plain file: ${py_plain% *} s, peak ${py_plain#* } KB${py_gz:+; through gzip.open: ${py_gz% *} s}"
+[[ -n $py_json ]] && echo "python json.load of the JSON: ${py_json% *} s, peak ${py_json#* } KB"
 n=$("$CLI" stats "$WORK/s.pickle" --json | "$PY" -c "import json, sys; print(json.load(sys.stdin)['devices'][0]['trace_events'])")
 a=$((n * 2 / 5)); b=$((n * 3 / 5 - 1))
 read -r t kb < <(best "$CLI" slice "$WORK/s.pickle" --device 0 --from "$a" --to "$b" -o "$WORK/slice.pickle")

@@ -132,11 +132,23 @@ APT_OK=0
 [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null && APT_OK=1
 EXTRA=()        # CMake arguments for fallbacks
 FALLBACK_INC=() # the same for the direct compile
-if ! have_header sqlite3.h || ! have_header nlohmann/json.hpp; then
+if ! have_header sqlite3.h || ! have_header nlohmann/json.hpp || { [[ $PRE_OK == 0 ]] && ! have_header rapidjson/reader.h; }; then
   if [[ $APT_OK == 1 && ${MEMLENS_GPU_FORCE_FALLBACK:-0} != 1 ]]; then
-    echo "installing libsqlite3-dev nlohmann-json3-dev"
-    DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q libsqlite3-dev nlohmann-json3-dev >/dev/null 2>&1 ||
+    echo "installing libsqlite3-dev nlohmann-json3-dev rapidjson-dev"
+    DEBIAN_FRONTEND=noninteractive timeout 120 apt-get install -y -q libsqlite3-dev nlohmann-json3-dev rapidjson-dev >/dev/null 2>&1 ||
       echo "apt-get install did not work (no network?)"
+  fi
+fi
+# RapidJSON (header-only, the model's JSON snapshot reader) is needed only to build memlens-cli here
+if [[ $PRE_OK == 0 ]] && ! have_header rapidjson/reader.h; then
+  hpp=$(find /usr /opt "$HOME" "$("$PY" -c 'import site; print(site.getsitepackages()[0])')" \
+    -path '*/rapidjson/reader.h' -print -quit 2>/dev/null)
+  if [[ -n $hpp ]]; then
+    EXTRA+=(-DRAPIDJSON_INCLUDE_DIR="$(dirname "$(dirname "$hpp")")")
+    echo "rapidjson/reader.h not on the include path: using $hpp"
+  else
+    note "RapidJSON" 0 "rapidjson/reader.h not found (Debian/Ubuntu: rapidjson-dev); or give MEMLENS_GPU_PREBUILT"
+    exit 1
   fi
 fi
 if ! have_header sqlite3.h; then
