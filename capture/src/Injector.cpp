@@ -22,6 +22,9 @@ namespace memlens::capture {
 
 namespace fs = std::filesystem;
 
+extern const unsigned char kGdbXstateShim[];  // GdbXstateShimBytes.cpp, generated
+extern const unsigned long kGdbXstateShim_size;
+
 namespace {
 
 struct Ran {
@@ -31,8 +34,9 @@ struct Ran {
 };
 
 // Runs argv in a process group of its own (a Ctrl-C at the terminal reaches memlens-cli, which
-// detaches in order, not the debugger in the middle of its work), with default signals.
-Ran run(const std::vector<std::string>& argv, int timeoutSeconds) {
+// detaches in order, not the debugger in the middle of its work), with default signals; with
+// `preload`, a library put first in its LD_PRELOAD.
+Ran run(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& preload = {}) {
     Ran r;
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return r;
@@ -53,8 +57,21 @@ Ran run(const std::vector<std::string>& argv, int timeoutSeconds) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::vector<std::string> env;
+    bool preloaded = preload.empty();
+    for (char** e = environ; *e; ++e) {
+        env.emplace_back(*e);
+        if (!preloaded && env.back().rfind("LD_PRELOAD=", 0) == 0) {
+            env.back().insert(std::strlen("LD_PRELOAD="), preload + ":");
+            preloaded = true;
+        }
+    }
+    if (!preloaded) env.push_back("LD_PRELOAD=" + preload);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t pid = 0;
-    int err = ::posix_spawnp(&pid, args[0], &fa, &at, args.data(), environ);
+    int err = ::posix_spawnp(&pid, args[0], &fa, &at, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     ::close(out[1]);
@@ -102,6 +119,21 @@ bool writeFile(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << text;
     return static_cast<bool>(f);
+}
+
+// GdbXstateShim.cpp's library, carried in this program (capture/CMakeLists.txt), written into DIR
+// for the gdb it runs; its path, or empty where it is not needed (not x86-64) or not written
+// (gdb then runs as it is).
+std::string writeGdbShim(const std::string& dir) {
+#if defined(__x86_64__)
+    const std::string path = dir + "/memlens-gdb-xstate.so";
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(kGdbXstateShim), static_cast<std::streamsize>(kGdbXstateShim_size));
+    return f ? path : std::string();
+#else
+    (void)dir;
+    return {};
+#endif
 }
 
 
@@ -181,10 +213,11 @@ Injection injectPython(const ProcessProbe& target, const std::string& code, cons
         in.error = "cannot write " + script;
         return in;
     }
-    // Only libc's and libpython's symbols are read (not torch's hundreds of megabytes).
+    // Only libc's and libpython's symbols are read (not torch's hundreds of megabytes). gdb runs
+    // with GdbXstateShim preloaded: gdb 13 cannot restore the registers on processors with AMX.
     Ran r = run({gdb, "-q", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "set auto-solib-add off",
                  "-p", pid, "-ex", "sharedlibrary libc\\.", "-ex", "sharedlibrary libpython", "-x", script},
-                120);
+                120, writeGdbShim(scriptDir));
     std::string line = lastLine(r.output, "MEMLENS-INJECT ");
     if (line.rfind("MEMLENS-INJECT ok", 0) == 0) {
         in.ok = true;
