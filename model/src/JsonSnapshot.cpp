@@ -134,6 +134,8 @@ public:
     void Flush() {}
     size_t PutEnd(Ch*) { return 0; }
 
+    // Whether the data ended where RapidJSON saw its end ('\0'): not a NUL byte in the data.
+    bool exhausted() { return p_ == end_ && (ended_ || !next()); }
     // The line (from 1) and column (from 1) of the byte at `offset`, which is in the current chunk.
     std::pair<uint64_t, uint64_t> lineAndColumn(uint64_t offset) {
         const uint8_t* at = in_.cursor() + std::min<uint64_t>(offset - in_.offset(), static_cast<uint64_t>(end_ - in_.cursor()));
@@ -195,12 +197,13 @@ void jsonSnapshotToPickle(ByteReader& in, const LoadOptions& options, const Byte
                                 rapidjson::kParseNanAndInfFlag | rapidjson::kParseValidateEncodingFlag;
     const rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, sax);
     if (sax.stopped) return;
-    if (!ok) {
-        const uint64_t at = ok.Offset();
+    const auto fail = [&stream](uint64_t at, const std::string& what) {
         const auto [line, column] = stream.lineAndColumn(at);
         throw ParseError(at, "JSON snapshot: parse error at line " + std::to_string(line) + ", column " +
-                                 std::to_string(column) + ": " + sentence(rapidjson::GetParseError_En(ok.Code())));
-    }
+                                 std::to_string(column) + ": " + what);
+    };
+    if (!ok) fail(ok.Offset(), sentence(rapidjson::GetParseError_En(ok.Code())));
+    if (!stream.exhausted()) fail(stream.Tell(), "a NUL byte where the document should end");
     const std::string tail = sax.e.finish();
     if (!tail.empty()) sink(reinterpret_cast<const uint8_t*>(tail.data()), tail.size());
 }

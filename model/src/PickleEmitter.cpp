@@ -14,8 +14,10 @@ void le(std::string& out, uint64_t v, int bytes) {
 size_t recentSlot(std::string_view s, int bits) {
     const size_t n = s.size(), k = std::min<size_t>(n, 8);
     uint64_t first = 0, last = 0;
-    std::memcpy(&first, s.data(), k);
-    std::memcpy(&last, s.data() + n - k, k);
+    if (k) {
+        std::memcpy(&first, s.data(), k);
+        std::memcpy(&last, s.data() + n - k, k);
+    }
     const uint64_t h = (first * 0x9e3779b97f4a7c15ull) ^ (last * 0xc2b2ae3d27d4eb4full) ^ (n * 0x165667b19e3779f9ull);
     return static_cast<size_t>(h >> (64 - bits));
 }
@@ -72,7 +74,7 @@ void PickleEmitter::str(std::string_view s, bool share) {
     le(out_, s.size(), 4);
     out_.append(s.data(), s.size());
     if (share) {
-        const auto [it, added] = strings_.emplace(std::string(s), put());
+        const auto it = strings_.emplace(std::string(s), put()).first;
         *recent = {&it->first, it->second};
     }
 }

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -45,6 +46,19 @@ std::string tempFile(const std::string& name, const std::string& bytes) {
     const auto path = std::filesystem::temp_directory_path() / ("memlens-json-" + std::to_string(::getpid()) + "-" + name);
     std::ofstream(path, std::ios::binary) << bytes;
     return path.string();
+}
+
+// The ParseError that reading JSON (written to a file of its own) throws; none where it is read.
+std::optional<ParseError> errorReading(const std::string& json, const std::string& name) {
+    const std::string path = tempFile(name, json);
+    std::optional<ParseError> error;
+    try {
+        (void)readSnapshotFile(path);
+    } catch (const ParseError& e) {
+        error = e;
+    }
+    std::filesystem::remove(path);
+    return error;
 }
 
 } // namespace
@@ -77,16 +91,11 @@ TEST(JsonSnapshot, ManyMegabytesReadAsAStream) {
 TEST(JsonSnapshot, BrokenNearItsEndSaysSoInTheJsonsTerms) {
     std::string json = bigJson(kEntries);
     json.resize(json.size() - 40);  // inside the last entry: megabytes of pickle were made before
-    const std::string path = tempFile("cut.json", json);
-    try {
-        (void)readSnapshotFile(path);
-        FAIL() << "a cut JSON was read";
-    } catch (const ParseError& e) {
-        const std::string m = e.what();
-        EXPECT_NE(m.find("JSON snapshot:"), std::string::npos) << m;
-        EXPECT_EQ(m.find("ends early"), std::string::npos) << m;  // not the pickle's complaint
-    }
-    std::filesystem::remove(path);
+    const auto e = errorReading(json, "cut.json");
+    ASSERT_TRUE(e) << "a cut JSON was read";
+    const std::string m = e->what();
+    EXPECT_NE(m.find("JSON snapshot:"), std::string::npos) << m;
+    EXPECT_EQ(m.find("ends early"), std::string::npos) << m;  // not the pickle's complaint
 }
 
 // The error's place, deep in a file of many lines: its byte, line and column as counted here.
@@ -102,18 +111,13 @@ TEST(JsonSnapshot, AnErrorNamesItsByteLineAndColumnAfterManyChunks) {
     const size_t line = static_cast<size_t>(std::count(json.begin(), json.begin() + static_cast<std::ptrdiff_t>(fault), '\n')) + 1;
     const size_t column = fault - json.rfind('\n', fault);
     ASSERT_GT(line, 40000u);
-    const std::string path = tempFile("lines.json", json);
-    try {
-        (void)readSnapshotFile(path);
-        FAIL() << "a broken JSON was read";
-    } catch (const ParseError& e) {
-        EXPECT_EQ(e.offset(), fault);
-        EXPECT_NE(std::string(e.what()).find("JSON snapshot: parse error at line " + std::to_string(line) + ", column " +
-                                             std::to_string(column) + ": missing a colon"),
-                  std::string::npos)
-            << e.what();
-    }
-    std::filesystem::remove(path);
+    const auto e = errorReading(json, "lines.json");
+    ASSERT_TRUE(e) << "a broken JSON was read";
+    EXPECT_EQ(e->offset(), fault);
+    EXPECT_NE(std::string(e->what()).find("JSON snapshot: parse error at line " + std::to_string(line) + ", column " +
+                                          std::to_string(column) + ": missing a colon"),
+              std::string::npos)
+        << e->what();
 }
 
 // What Python's json.dump writes: \u escapes (ensure_ascii) for non-ASCII text, surrogate pairs
@@ -142,18 +146,23 @@ TEST(JsonSnapshot, BytesThatAreNotUtf8AreRefused) {
     const std::string json = "{\"segments\": [],\n \"name\": \"caf\xe9\"}";
     const size_t fault = json.find('\xe9');
     const size_t column = fault - json.rfind('\n', fault);  // on line 2
-    const std::string path = tempFile("latin1.json", json);
-    try {
-        (void)readSnapshotFile(path);
-        FAIL() << "a JSON with a Latin-1 byte was read";
-    } catch (const ParseError& e) {
-        EXPECT_EQ(e.offset(), fault);
-        EXPECT_NE(std::string(e.what()).find("JSON snapshot: parse error at line 2, column " + std::to_string(column) +
-                                             ": invalid encoding in string"),
-                  std::string::npos)
-            << e.what();
-    }
-    std::filesystem::remove(path);
+    const auto e = errorReading(json, "latin1.json");
+    ASSERT_TRUE(e) << "a JSON with a Latin-1 byte was read";
+    EXPECT_EQ(e->offset(), fault);
+    EXPECT_NE(std::string(e->what()).find("JSON snapshot: parse error at line 2, column " + std::to_string(column) +
+                                          ": invalid encoding in string"),
+              std::string::npos)
+        << e->what();
+}
+
+// RapidJSON takes a NUL byte for the end of its input: what follows one is still refused.
+TEST(JsonSnapshot, ANulByteAfterTheDocumentIsRefused) {
+    static const char kText[] = "{\"segments\": []}\n\0{\"segments\": []}";
+    const std::string json(kText, sizeof kText - 1);
+    const auto e = errorReading(json, "nul.json");
+    ASSERT_TRUE(e) << "a JSON followed by a NUL byte and more was read";
+    EXPECT_EQ(e->offset(), json.find('\0'));
+    EXPECT_NE(std::string(e->what()).find("line 2, column 1: a NUL byte"), std::string::npos) << e->what();
 }
 
 TEST(JsonSnapshot, ACancelStopsTheProducerAndTheReader) {
