@@ -117,16 +117,8 @@ public:
         p_ = in_.cursor();
         end_ = p_ + in_.buffered();
     }
-    Ch Peek() {
-        if (p_ == end_) [[unlikely]]
-            if (ended_ || !next()) return '\0';
-        return static_cast<Ch>(*p_);
-    }
-    Ch Take() {
-        if (p_ == end_) [[unlikely]]
-            if (ended_ || !next()) return '\0';
-        return static_cast<Ch>(*p_++);
-    }
+    Ch Peek() { return available() ? static_cast<Ch>(*p_) : '\0'; }
+    Ch Take() { return available() ? static_cast<Ch>(*p_++) : '\0'; }
     size_t Tell() const { return static_cast<size_t>(in_.offset() + static_cast<uint64_t>(p_ - in_.cursor())); }
     // output: not a stream RapidJSON writes to
     Ch* PutBegin() { return nullptr; }
@@ -135,7 +127,7 @@ public:
     size_t PutEnd(Ch*) { return 0; }
 
     // Whether the data ended where RapidJSON saw its end ('\0'): not a NUL byte in the data.
-    bool exhausted() { return p_ == end_ && (ended_ || !next()); }
+    bool exhausted() { return !available(); }
     // The line (from 1) and column (from 1) of the byte at `offset`, which is in the current chunk.
     std::pair<uint64_t, uint64_t> lineAndColumn(uint64_t offset) {
         const uint8_t* at = in_.cursor() + std::min<uint64_t>(offset - in_.offset(), static_cast<uint64_t>(end_ - in_.cursor()));
@@ -144,6 +136,12 @@ public:
     }
 
 private:
+    // A byte to read at p_: the current chunk's, else the next chunk's; false at the end of the data.
+    bool available() {
+        if (p_ != end_) [[likely]]
+            return true;
+        return !ended_ && next();
+    }
     // The current chunk is read: the next one, or false at the end of the data.
     bool next() {
         countLines(in_.cursor(), end_);
