@@ -1,5 +1,7 @@
 #include "memlens/model/PickleMachine.h"
 
+#include "DictTemplates.h"
+
 #include "memlens/model/HugePages.h"
 #include "memlens/model/ParseError.h"
 
@@ -96,6 +98,13 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     // one per container node: as many as the document reserves (SnapshotHooks)
     reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
+    if (hooks_ && limits_.wholeDicts && limits_.dictTemplates) templates_ = std::make_unique<DictTemplates>();
+}
+
+PickleMachine::~PickleMachine() = default;
+
+void PickleMachine::forgetTemplates() {
+    if (templates_) templates_->clear();
 }
 
 void PickleMachine::fail(const std::string& what) const { throw ParseError(opOffset_, what); }
@@ -196,8 +205,10 @@ void PickleMachine::appendTo(Value container, size_t from, bool batch) {
         std::vector<Value> items;
         hooks_->expandList(doc_, nd.collapsedValue(), items);
         nd.uncollapse();
-        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && PackedMemo::tag(memo_.get(m - 1)) == Tag::Stack)
+        if (uint32_t m = nodeMemo_[id]; m != 0 && m != kShared && PackedMemo::tag(memo_.get(m - 1)) == Tag::Stack) {
             memo_.set(m - 1, encodeAt(m - 1, Value::node(Tag::List, id)));  // the memo refers to the list again
+            forgetTemplates();
+        }
         doc_.append(id, items.data(), items.size());
     }
     uint32_t depth = doc_.node(id).depth;
@@ -256,6 +267,7 @@ void PickleMachine::memoPut(uint64_t index, Value v) {
         memoPushed();
     } else if (index < memo_.size()) {
         if (hooks_) hooks_->memoRewritten(index, decode(slotAt(index)));
+        forgetTemplates();
         memo_.set(index, encodeAt(index, v));
     } else if (index <= memo_.size() + 65536) {
         memo_.grow(index);  // zeroed slots are unset
@@ -431,9 +443,14 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
     if (avail < 4 || p[1] != 0x94 || p[2] != '(' || limits_.maxDepth < 2) return 0;
     const uint64_t memoBase = memo_.size();
     if (memoBase + kWholeDictItems + 1 >= kShared - 1) return 0;
+    const bool templated = templates_ && templates_->active();
+    if (templated)
+        if (const size_t taken = replayDict(p, avail)) return taken;
     Value* items = wholeItems_.get();
     Value* puts = wholePuts_.get();  // the values MEMOIZE gives slots, in order; [0]: the dict's
-    size_t n = 0, putCount = 1;
+    DictTemplates::Hole holes[kWholeDictItems];  // its numbers, for its template
+    size_t n = 0, putCount = 1, holeCount = 0;
+    bool framed = false;  // a FRAME opcode inside: not the bytes of any other dict
     size_t pos = 3;
     for (;;) {
         if (pos >= avail) return 0;
@@ -463,12 +480,19 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             const uint32_t ref = PackedMemo::ref(packed);
             if (!memoPushedAsIs(tag, ref)) return 0;
             v.assign(Value{0, ref, tag});
+            // a frames list shared with an entry before (free_completed's is its free_requested's):
+            // a slot of its own each time, so the template reads the get
+            if (tag == Tag::Stack) {
+                const size_t at = pos - 1 - (op == 'h' ? kOperandBytes<'h'> : kOperandBytes<'j'>);
+                holes[holeCount++] = {static_cast<uint16_t>(at), static_cast<uint8_t>(n), op};
+            }
             break;
         }
 #define MEMLENS_WHOLE_INT(OP)                                                                     \
     case OP:                                                                                      \
         if (pos + kOperandBytes<OP> > avail) return 0;                                            \
         v.assign(intAt<OP>(p + pos));                                                             \
+        holes[holeCount++] = {static_cast<uint16_t>(pos - 1), static_cast<uint8_t>(n), OP};       \
         pos += kOperandBytes<OP>;                                                                 \
         break;
             MEMLENS_WHOLE_INT('K')
@@ -480,6 +504,7 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             const uint8_t len = p[pos++];
             if (!shortLongFits(len, avail - pos)) return 0;
             v.assign(shortLong(p + pos, len));
+            holes[holeCount++] = {static_cast<uint16_t>(pos - 2), static_cast<uint8_t>(n), 0x8a};
             pos += len;
             break;
         }
@@ -520,6 +545,7 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
         case 0x95:  // FRAME, advisory
             if (pos + 8 > avail) return 0;
             pos += 8;
+            framed = true;
             continue;
         default:
             return 0;
@@ -536,9 +562,57 @@ setitems:
         puts[0].assign(out);
         for (size_t i = 0; i < putCount; ++i) memoPut(memo_.size(), puts[i]);
         push(out);
+        if (templated)
+            templates_->read(p, pos, holes, holeCount, items, n, puts + 1, putCount - 1,
+                             !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
     }
     ++wholeDictsRead_;
     return pos;
+}
+
+size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
+    uint32_t t = DictTemplates::kNone;
+    size_t length = 0;
+    for (int way = 0; way < 3 && !length; ++way) {
+        t = templates_->predicted(way);
+        if (t != DictTemplates::kNone) length = templates_->match(t, p, avail);
+    }
+    if (!length) return 0;
+    // the template's own items, its holes filled in
+    Value* items = templates_->items(t);
+    const size_t n = templates_->itemCount(t);
+    const DictTemplates::Hole* holes = templates_->holes(t);
+    for (size_t i = 0, h = templates_->holeCount(t); i < h; ++i) {
+        const uint8_t* q = p + holes[i].at + 1;  // match() made sure of 8 bytes past the opcode
+        Value& v = items[holes[i].item];
+        switch (holes[i].op) {
+        case 'K': v.assign(intAt<'K'>(q)); break;
+        case 'M': v.assign(intAt<'M'>(q)); break;
+        case 'J': v.assign(intAt<'J'>(q)); break;
+        case 0x8a: v.assign(shortLong(q + 1, *q)); break;  // LONG1 of 1 to 8 bytes
+        default: {  // BINGET, LONG_BINGET: what wholeDict takes
+            const uint64_t idx = holes[i].op == 'h' ? memoIndexAt<'h'>(q) : memoIndexAt<'j'>(q);
+            if (idx >= memo_.size()) return 0;
+            const uint32_t packed = memo_.read(idx);
+            const Tag tag = PackedMemo::tag(packed);
+            const uint32_t ref = PackedMemo::ref(packed);
+            if (!memoPushedAsIs(tag, ref)) return 0;
+            v.assign(Value{0, ref, tag});
+            break;
+        }
+        }
+    }
+    // the numbers may be what the hooks refuse (a negative size): the dict is then read as before
+    Value out;
+    if (!hooks_->absorbDict(doc_, items, n, out)) return 0;
+    memoPut(memo_.size(), out);
+    const Value* puts = templates_->puts(t);
+    for (size_t i = 0, m = templates_->putCount(t); i < m; ++i) memoPut(memo_.size(), puts[i]);
+    push(out);
+    templates_->replayed(t);
+    ++wholeDictsRead_;
+    ++dictsReplayed_;
+    return length;
 }
 
 // The opcodes that make up nearly all of a snapshot are dispatched through a table of labels,

@@ -75,6 +75,7 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
     {  // the machine's memo (8 bytes a memoised value) is gone before the tree is built
         PickleLimits limits;
         limits.wholeDicts = options.wholeDicts;
+        limits.dictTemplates = options.dictTemplates;
         PickleMachine machine(in, doc, &hooks, limits);
         PickleMachine::Progress progress;
         if (options.progress)
@@ -83,6 +84,7 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
             };
         root = machine.run(progress, options.cancel);
         protocol = machine.protocol();
+        snap.dictsReplayed = machine.dictsReplayed();
     }
     if (options.progress) options.progress("reading", 1.0);
     SnapshotTree(doc, keys, hooks.traceRows(), hooks.blockRows(), hooks.annotationRows(), snap)

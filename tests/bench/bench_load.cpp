@@ -45,6 +45,7 @@ struct ChildResult {
     uint64_t frames = 0;
     uint64_t stacks = 0;
     uint64_t modelBytes = 0;  // Snapshot::memoryBytes()
+    uint64_t replayed = 0;    // Snapshot::dictsReplayed: dicts read by a template
     // the trace's time and address columns, all devices: bytes, and blocks of 64 rows packed at
     // 1, 2, 3 and 4 bytes a row
     uint64_t timeBytes = 0, addrBytes = 0;
@@ -98,6 +99,7 @@ bool readAll(int fd, void* p, size_t n) {
             }
         }
         r.devices = static_cast<int>(s.devices.size());
+        r.replayed = s.dictsReplayed;
         r.frames = s.frames.size();
         r.stacks = s.stackCount();
         r.modelBytes = s.memoryBytes();
@@ -201,13 +203,17 @@ int main(int argc, char** argv) {
                     static_cast<double>(bytes) / 1e6, last.entries ? static_cast<double>(bytes) / static_cast<double>(last.entries) : 0.0,
                     static_cast<unsigned long long>(widths[0]), static_cast<unsigned long long>(widths[1]),
                     static_cast<unsigned long long>(widths[2]), static_cast<unsigned long long>(widths[3]));
+    std::printf("  dicts read by the template of one read before (entries, blocks): %llu, %.1f %% of the entries\n",
+                static_cast<unsigned long long>(last.replayed),
+                last.entries ? 100.0 * static_cast<double>(last.replayed) / static_cast<double>(last.entries) : 0.0);
     std::printf("load: best %.3f s, median %.3f s of %d; peak RSS %.1f MB = %.2f x file size\n", best, median, repeat,
                 peakKb / 1024.0, peakKb * 1024.0 / static_cast<double>(st.st_size));
     std::printf("RESULT load_s=%.6f load_median_s=%.6f peak_rss_kb=%ld file_bytes=%lld entries=%llu segments=%llu "
-                "blocks=%llu frames=%llu stacks=%llu model_bytes=%llu\n",
+                "blocks=%llu frames=%llu stacks=%llu model_bytes=%llu dicts_replayed=%llu\n",
                 best, median, peakKb, static_cast<long long>(st.st_size),
                 static_cast<unsigned long long>(last.entries), static_cast<unsigned long long>(last.segments),
                 static_cast<unsigned long long>(last.blocks), static_cast<unsigned long long>(last.frames),
-                static_cast<unsigned long long>(last.stacks), static_cast<unsigned long long>(last.modelBytes));
+                static_cast<unsigned long long>(last.stacks), static_cast<unsigned long long>(last.modelBytes),
+                static_cast<unsigned long long>(last.replayed));
     return 0;
 }

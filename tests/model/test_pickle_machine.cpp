@@ -420,18 +420,30 @@ struct HookedLoad {
     RowHooks hooks;
     Value root;
     uint64_t whole = 0;
+    uint64_t replayed = 0;
     std::string text() const { return Rendered{doc, hooks.rows, hooks.stacks}(root); }
 };
 
-std::unique_ptr<HookedLoad> loadHooked(const std::string& bytes, bool wholeDicts) {
+std::unique_ptr<HookedLoad> loadHooked(const std::string& bytes, bool wholeDicts, bool templates = true) {
     auto out = std::make_unique<HookedLoad>();
     ByteReader in(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     PickleLimits limits;
     limits.wholeDicts = wholeDicts;
+    limits.dictTemplates = templates;
     PickleMachine m(in, out->doc, &out->hooks, limits);
     out->root = m.run();
     out->whole = m.wholeDictsRead();
+    out->replayed = m.dictsReplayed();
     return out;
+}
+
+// A dict of these keys and values, the keys the objects given (shared, as Python's interned keys
+// are: memo gets after the first dict).
+P dictOf(std::vector<std::pair<P, P>> kv) {
+    auto p = std::make_shared<Py>();
+    p->kind = Py::Dict;
+    p->kv = std::move(kv);
+    return p;
 }
 
 } // namespace
@@ -486,4 +498,63 @@ TEST(PickleMachine, DictsReadWholeGiveWhatTheStackGives) {
     auto proto2 = loadHooked(dumps(list(dicts), 2), true);
     EXPECT_EQ(proto2->whole, 0u);
     EXPECT_EQ(proto2->text(), written);
+}
+
+// A training loop's trace: the same entries every iteration, only their numbers differ. A dict
+// whose bytes are those of one read before, its numbers and a get of a shared frames list aside,
+// is read by that dict's template (DictTemplates). The rows, the stacks and the memo are what
+// the stack alone gives and what was written: numbers that change value, sign or width (another
+// opcode: another template), a frames list shared by the next entries (a memo get of a slot of
+// its own each time), and a memo slot the templates name given another value (BINPUT) between
+// two iterations, after which the entries name the new value.
+TEST(PickleMachine, DictsReadByTemplateGiveWhatTheStackGives) {
+    P fa = str("f.py:1"), fb = str("g.py:2"), fc = str("h.py:3"), zz = str("zzz");
+    P kAction = str("action"), kAddr = str("addr"), kSize = str("size"), kFrames = str("frames"), kTime = str("time_us");
+    P alloc = str("alloc"), freeRequested = str("free_requested"), freeCompleted = str("free_completed");
+    // sizes of every width: BININT1, BININT2, BININT, negative (BININT, then BININT1 as the
+    // iterations add to it), LONG1 of 5 bytes
+    const int64_t sizes[] = {7, 300, 70000, -5, int64_t(1) << 33};
+    constexpr int kIterations = 8, kRewrittenFrom = 6, kEntries = kIterations * 5 * 3;
+    // written: fa in every frames list; expected: from iteration kRewrittenFrom on, what the
+    // rewritten slot holds
+    auto build = [&](bool expected) {
+        std::vector<P> items = {fa, fb, fc, zz};  // fa is memo slot 1 (the list is 0), zz slot 4
+        for (int it = 0; it < kIterations; ++it) {
+            if (it == kRewrittenFrom) items.push_back(str("REWRITE"));
+            P first = expected && it >= kRewrittenFrom ? zz : fa;
+            for (int k = 0; k < 5; ++k) {
+                P frames = list({first, fb, k % 2 ? fc : first});
+                const uint64_t addr = 0x7f0000000000 + 4096 * uint64_t(it * 5 + k);
+                const int64_t time = 1700000000000000 + 100 * (it * 5 + k);
+                for (P action : {alloc, freeRequested, freeCompleted})  // one list object: gets after the first
+                    items.push_back(dictOf({{kAction, action}, {kAddr, unum(addr)}, {kSize, num(sizes[k] + it)},
+                                            {kFrames, frames}, {kTime, num(time)}}));
+            }
+        }
+        return list(items);
+    };
+    std::string bytes = dumps(build(false), 4);
+    // between two iterations: push 'zzz' (a get of slot 4), BINPUT it into slot 1, POP
+    const std::string marker = std::string("\x8c\x07REWRITE\x94", 10);
+    const size_t at = bytes.find(marker);
+    ASSERT_NE(at, std::string::npos);
+    bytes.insert(at + marker.size(), std::string("h\x04q\x01" "0", 5));
+    const std::string written = renderPy(build(true));
+
+    auto templated = loadHooked(bytes, true);
+    auto whole = loadHooked(bytes, true, false);
+    auto stack = loadHooked(bytes, false);
+    EXPECT_EQ(templated->text(), written);
+    EXPECT_EQ(whole->text(), written);
+    EXPECT_EQ(stack->text(), written);
+    EXPECT_EQ(templated->hooks.rows, stack->hooks.rows);
+    EXPECT_EQ(templated->hooks.stacks, stack->hooks.stacks);
+    // every entry is read whole either way; by a template, most of them: all but those whose
+    // bytes came first, in an iteration and after the rewrite (each of the 15 entries of the
+    // first iteration, and of the one after the rewrite, and the sizes that change width)
+    EXPECT_EQ(templated->whole, uint64_t(kEntries));
+    EXPECT_EQ(whole->whole, uint64_t(kEntries));
+    EXPECT_EQ(whole->replayed, 0u);
+    EXPECT_GE(templated->replayed, uint64_t(kEntries / 2));
+    EXPECT_LT(templated->replayed, uint64_t(kEntries));
 }

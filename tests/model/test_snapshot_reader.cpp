@@ -487,8 +487,9 @@ TEST(SnapshotReader, OneFilledTraceListBesideEmptyOnes) {
 }
 
 // Trace entries written by Python's own pickle in every shape the whole-dict path reads or leaves
-// to the stack (tests/tools/whole_dict_snapshot.py), with FRAME opcodes among them: read either
-// way, each entry is what Python reads back.
+// to the stack (tests/tools/whole_dict_snapshot.py), with FRAME opcodes among them, then a
+// training loop's, most of which the reader's templates read: read any of the three ways, each
+// entry is what Python reads back.
 TEST(SnapshotReader, EntriesReadWholeOrThroughTheStackAreWhatPythonReads) {
     const auto path = std::filesystem::temp_directory_path() / ("memlens-whole-" + std::to_string(::getpid()) + ".pickle");
     const auto made = oracle::runCommand(oracle::shellQuoted(MEMLENS_PYTHON) + " " +
@@ -496,12 +497,18 @@ TEST(SnapshotReader, EntriesReadWholeOrThroughTheStackAreWhatPythonReads) {
                                          " " + oracle::shellQuoted(path.string()));
     ASSERT_EQ(made.status, 0) << "whole_dict_snapshot.py did not run";
     const auto expected = nlohmann::json::parse(made.output);
-    ASSERT_GT(expected.size(), 6000u);
-    for (bool whole : {true, false}) {
-        SCOPED_TRACE(whole ? "read whole" : "through the stack");
+    ASSERT_GT(expected.size(), 8000u);
+    enum Way { Templates, Whole, Stack };
+    for (Way way : {Templates, Whole, Stack}) {
+        SCOPED_TRACE(way == Templates ? "read whole, by templates where they match" : way == Whole ? "read whole" : "through the stack");
         LoadOptions options;
-        options.wholeDicts = whole;
+        options.wholeDicts = way != Stack;
+        options.dictTemplates = way == Templates;
         const Snapshot snap = readSnapshotFile(path.string(), options);
+        // the training loop's 2,500 entries (tests/tools/whole_dict_snapshot.py) after its first
+        // iteration are the bytes of an entry before, their numbers aside
+        if (way == Templates) EXPECT_GT(snap.dictsReplayed, 1000u);
+        else EXPECT_EQ(snap.dictsReplayed, 0u);
         const TraceColumns& t = snap.devices.at(0).trace;
         ASSERT_EQ(t.rows(), expected.size());
         for (size_t i = 0; i < t.rows(); ++i) {

@@ -4,7 +4,10 @@ entries take every shape the reader's whole-dict path meets or leaves to the sta
 of memo gets, of new frames, of one frame, empty; strings new in an entry and read again within
 it; a dict, a tuple, a float and a 9-byte integer under keys of their own; an entry listed twice;
 a frames list shared by two entries; and enough of them that FRAME opcodes fall inside entries.
-Prints the entries as Python reads them back (JSON), for the test to compare with.
+Then a training loop: the same entries every iteration, their numbers changing (addresses, times,
+sizes, some of which change width), free_completed sharing its free_requested's frames list, as
+torch writes them: what the reader's templates read. Prints the entries as Python reads them back
+(JSON), for the test to compare with.
 
     whole_dict_snapshot.py OUT.pickle
 """
@@ -54,6 +57,19 @@ def main():
         entries.append(e)
         if i % 500 == 499:
             entries.append(entries[i - 10])  # an entry listed twice: a memo get of its dict
+    sizes = (7, 300, 70000, 2**33, 250)  # BININT1, BININT2, BININT, LONG1; 250 + it: BININT1 then BININT2
+    for it in range(40):
+        for k in range(25):
+            stack = [frames[(k + j) % 40] for j in range(3 + k % 5)]
+            addr = 0x7F1000000000 + 4096 * (it * 25 + k) * (1 if it % 3 else 4096)
+            size = sizes[k % 5] + it
+            t = 1_800_000_000_000_000 + 10 * (it * 25 + k)
+            entries.append({"action": "alloc", "addr": addr, "size": size, "stream": 0, "time_us": t, "frames": stack})
+            if k % 4 != 3:
+                entries.append({"action": "free_requested", "addr": addr, "size": size, "stream": 0,
+                                "time_us": t + 1, "frames": stack})
+                entries.append({"action": "free_completed", "addr": addr, "size": size, "stream": 0,
+                                "time_us": t + 2, "frames": stack})  # the same list: a memo get
     snap = {"segments": [], "device_traces": [entries],
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1}}
     with open(out, "wb") as f:

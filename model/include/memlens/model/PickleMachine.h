@@ -122,6 +122,9 @@ struct PickleLimits {
     // A dict written whole (a trace entry, a block, a frame) is read from its bytes past the
     // stack where the hooks absorb it (the same result; tests turn this off to compare).
     bool wholeDicts = true;
+    // Such a dict whose bytes are those of one read before, its numbers aside, is read by that
+    // dict's template (DictTemplates): the same result; tests turn this off to compare.
+    bool dictTemplates = true;
 };
 
 // The machine's stack: a plain growable array whose push stays inline in the opcode loop.
@@ -156,9 +159,12 @@ private:
     size_t cap_ = 0;
 };
 
+class DictTemplates;
+
 class PickleMachine {
 public:
     PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* hooks = nullptr, PickleLimits limits = {});
+    ~PickleMachine();
     PickleMachine(const PickleMachine&) = delete;
     PickleMachine& operator=(const PickleMachine&) = delete;
 
@@ -169,6 +175,8 @@ public:
     int protocol() const { return protocol_; }
     // How many dicts were read whole, past the stack (PickleLimits::wholeDicts).
     uint64_t wholeDictsRead() const { return wholeDictsRead_; }
+    // How many of those were read by a template (DictTemplates): their numbers only.
+    uint64_t dictsReplayed() const { return dictsReplayed_; }
 
 private:
     [[noreturn]] void fail(const std::string& what) const;
@@ -217,8 +225,13 @@ private:
     // the hooks' absorbDict; returns the bytes taken, or 0 (anything else, or not absorbed) to
     // leave it to run(), nothing changed but strings and stacks interned.
     size_t wholeDict(const uint8_t* p, size_t avail);
+    // Before that: the dict at p read by the template predicted for it, or 0.
+    size_t replayDict(const uint8_t* p, size_t avail);
+    void forgetTemplates();  // a memo slot changes: templates may name other values now
     static constexpr size_t kWholeDictItems = 64;  // absorbDict takes no more
     uint64_t wholeDictsRead_ = 0;
+    uint64_t dictsReplayed_ = 0;
+    std::unique_ptr<DictTemplates> templates_;
     std::unique_ptr<Value[]> wholeItems_ = std::make_unique<Value[]>(kWholeDictItems);
     std::unique_ptr<Value[]> wholePuts_ = std::make_unique<Value[]>(kWholeDictItems + 1);
     static size_t measureMemoGetRun(const uint8_t* p, size_t avail);

@@ -173,6 +173,9 @@ public:
     Layout layout = Layout::Dict;
     int pickleProtocol = 0;
     uint64_t fileBytes = 0;
+    // How the reader went: dicts (trace entries, blocks) read by the template of one read before,
+    // their numbers only (LoadOptions::dictTemplates). For tests and benchmarks.
+    uint64_t dictsReplayed = 0;
 
     size_t stackCount() const { return stackOffsets.size() - 1; }
     size_t stackSize(StackId s) const { return stackOffsets[s + 1] - stackOffsets[s]; }

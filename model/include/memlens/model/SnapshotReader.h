@@ -18,6 +18,8 @@ struct LoadOptions {
     // false: every dict goes through the pickle machine's stack, none is read whole from its
     // bytes (PickleLimits::wholeDicts). The same Snapshot either way; tests compare the two.
     bool wholeDicts = true;
+    // false: no dict is read by the template of one read before (PickleLimits::dictTemplates).
+    bool dictTemplates = true;
 };
 
 // Throw ParseError (use describe(path) for the one-line message) or Cancelled.

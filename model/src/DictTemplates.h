@@ -1,0 +1,170 @@
+#pragma once
+// Internal to the pickle machine: dicts recognised by their bytes, numbers aside.
+#include "memlens/model/PickleValue.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+namespace memlens::model {
+
+// A training loop writes the same trace entries every iteration: the same keys, action, stream
+// and frames (memo gets of the same slots), only the numbers differ (address, time, often the
+// size). Such an entry's bytes are those of an entry read before, except for the bytes of its
+// numbers. A template is such a dict's bytes with its numbers' bytes left out (masked): its
+// opcodes (BININT1, BININT2, BININT, LONG1 and its length) and everything else are compared,
+// so bytes that match are the same opcodes with the same lengths, the same memo gets and the
+// same constants, and only the numbers need reading. A template keeps the items of the dict it
+// was learnt from (keys, strings, frames lists already made into stacks, None, booleans) and the
+// values its MEMOIZE opcodes stored after the dict's own (strings, stacks); the machine fills in
+// the numbers and offers the items to its hooks as it would have.
+//
+// That holds while no memo slot is given another value: the machine then empties the templates
+// (clear()). Like FrameRunCache, each template remembers the ones that followed it last, the
+// two latest (predicted()): a dict is compared with those only, and where it differs from both
+// it is read as before and then looked up by its masked bytes. (One was not enough: a
+// free_requested of the same stack and size is followed by different entries within an
+// iteration.)
+class DictTemplates {
+public:
+    static constexpr uint32_t kNone = ~uint32_t(0);
+    static constexpr size_t kMaxBytes = 2048;  // longer dicts are not learnt
+    // At most this many templates (their numbers fit 16 bits), and 8 MiB of their bytes, masks
+    // and items whatever their number.
+    static constexpr size_t kMaxTemplates = 1 << 16;
+    static constexpr size_t kMaxStored = size_t(8) << 20;
+    // A number of the dict, or a memo get of a frames list: the offset of its opcode in the
+    // dict's bytes, the item it is.
+    struct Hole {
+        uint16_t at;
+        uint8_t item;
+        uint8_t op;  // 'K', 'M', 'J', LONG1 (0x8a; its length byte follows the opcode), 'h' or 'j'
+    };
+
+    // Whether the next dict is to be offered to the templates at all (replayed, or read and
+    // learnt). Where few dicts were replayed lately (a trace that does not repeat in order),
+    // looking them up and learning them costs more than replaying the few saves: then not, for a
+    // while (doubled each time the templates do no better when tried again).
+    bool active() {
+        if (paused_ == 0) [[likely]]
+            return true;
+        --paused_;
+        return false;
+    }
+    // The templates predicted at the start of the next dict, or kNone: way 0 by the last
+    // kContext templates, ways 1 and 2 by the last one.
+    uint32_t predicted(int way) const {
+        if (way == 0) return byContext_[contextHash() & kContextMask];
+        return last_ == kNone ? kNone : templates_[last_].next[way - 1];
+    }
+
+    // The length of template t when the bytes at p (avail of them buffered) are its bytes, its
+    // numbers aside; 0 otherwise. Reads up to 16 bytes past the dict and 8 past a number's
+    // opcode, so asks for them to be buffered.
+    size_t match(uint32_t t, const uint8_t* p, size_t avail) const {
+        const Template& tp = templates_[t];
+        const size_t blocks = (tp.length + 15) / 16;
+        if (avail < blocks * 16 + 8) return 0;
+        const Block* bytes = blocks_.data() + tp.block;
+        const Block* mask = masks_.data() + tp.block;
+        Vec diff = {0, 0};
+        for (size_t i = 0; i < blocks; ++i) {
+            Vec w;
+            std::memcpy(&w, p + 16 * i, 16);
+            diff |= (w ^ bytes[i].v) & mask[i].v;
+            if ((i & 3) == 3 && (diff[0] | diff[1]) != 0) return 0;  // another dict: said early
+        }
+        return (diff[0] | diff[1]) == 0 ? tp.length : 0;
+    }
+
+    // Template t's items (n of them; the holes hold the numbers of the last dict it stood for,
+    // the caller writes the next ones there), the holes to fill in them, and the values its
+    // other MEMOIZE opcodes store, in order.
+    size_t itemCount(uint32_t t) const { return templates_[t].items; }
+    Value* items(uint32_t t) { return items_.data() + templates_[t].item0; }
+    size_t holeCount(uint32_t t) const { return templates_[t].holes; }
+    const Hole* holes(uint32_t t) const { return holes_.data() + templates_[t].hole0; }
+    size_t putCount(uint32_t t) const { return templates_[t].puts; }
+    const Value* puts(uint32_t t) const { return puts_.data() + templates_[t].put0; }
+
+    // Template t stood for the dict just read.
+    void replayed(uint32_t t) {
+        follow(t);
+        ++replayed_;
+        tried();
+    }
+    // The dict of `length` bytes at p was read item by item into items (n), with these holes
+    // and the values of its MEMOIZE opcodes after the dict's own (puts); learnable when the
+    // machine may replay it (no FRAME inside, the hooks made it a row). Finds or learns its
+    // template and makes it the successor of the last one.
+    void read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items, size_t n,
+              const Value* puts, size_t putCount, bool learnable);
+    void clear();
+    size_t size() const { return templates_.size(); }
+
+private:
+    using Vec = uint64_t __attribute__((vector_size(16)));  // one SSE2 register
+    union Block {
+        Vec v;
+        uint64_t w[2];
+    };
+    struct Template {
+        uint32_t block;  // first of its blocks in blocks_ and masks_
+        uint16_t length;
+        uint8_t items, holes, puts;
+        uint32_t item0, hole0, put0;
+        uint32_t next[2] = {kNone, kNone};  // the templates that followed this one last, the latest first
+    };
+    // A dict offered (replayed or read): every kWindow of them, the templates go on only if
+    // they replayed at least half.
+    void tried() {
+        if (++offered_ < kWindow) [[likely]]
+            return;
+        if (replayed_ * 2 < offered_) {
+            paused_ = pause_;
+            pause_ = std::min(pause_ * 2, kLongestPause);
+            last_ = kNone;
+        } else {
+            pause_ = kShortestPause;
+        }
+        offered_ = replayed_ = 0;
+    }
+    static constexpr uint32_t kWindow = 4096;
+    static constexpr uint64_t kShortestPause = 1 << 16, kLongestPause = 1 << 22;
+    static constexpr size_t kContext = 4;
+    static constexpr size_t kContextMask = (size_t(1) << 13) - 1;
+    // the last kContext templates' numbers (below kMaxTemplates: 16 bits each), the latest lowest
+    uint64_t contextHash() const { return (recent_ * 0x9e3779b97f4a7c15ULL) >> 40; }
+    // Template t (or kNone) follows the last one.
+    void follow(uint32_t t) {
+        if (t != kNone) byContext_[contextHash() & kContextMask] = t;
+        recent_ = (recent_ << 16) | (t & 0xffff);
+        if (last_ != kNone && t != kNone) {
+            uint32_t* next = templates_[last_].next;
+            if (next[0] != t) {
+                next[1] = next[0];
+                next[0] = t;
+            }
+        }
+        last_ = t;
+    }
+    bool sameShape(const Template& t, const std::vector<Block>& bytes, const std::vector<Block>& mask) const;
+
+    std::vector<Template> templates_;
+    std::vector<Block> blocks_, masks_;  // bytes & mask, and the mask, 16 bytes a block
+    std::vector<Value> items_, puts_;
+    std::vector<Hole> holes_;
+    std::unordered_map<uint64_t, uint32_t> byShape_;  // hash of the masked bytes -> template
+    std::vector<Block> tmpBytes_, tmpMask_;
+    uint32_t last_ = kNone;
+    uint64_t recent_ = ~uint64_t(0);
+    std::vector<uint32_t> byContext_ = std::vector<uint32_t>(kContextMask + 1, kNone);
+    uint32_t offered_ = 0, replayed_ = 0;  // dicts offered, and replayed, in this window
+    uint64_t paused_ = 0;                 // dicts not to offer from here on
+    uint64_t pause_ = kShortestPause;     // the next pause
+};
+
+} // namespace memlens::model
