@@ -203,9 +203,10 @@ int main(int argc, char** argv) {
                     static_cast<double>(bytes) / 1e6, last.entries ? static_cast<double>(bytes) / static_cast<double>(last.entries) : 0.0,
                     static_cast<unsigned long long>(widths[0]), static_cast<unsigned long long>(widths[1]),
                     static_cast<unsigned long long>(widths[2]), static_cast<unsigned long long>(widths[3]));
-    std::printf("  dicts read by the template of one read before (entries, blocks): %llu, %.1f %% of the entries\n",
-                static_cast<unsigned long long>(last.replayed),
-                last.entries ? 100.0 * static_cast<double>(last.replayed) / static_cast<double>(last.entries) : 0.0);
+    const uint64_t dicts = last.entries + last.blocks;
+    std::printf("  entries and blocks read by the template of one read before: %llu of %llu, %.1f %%\n",
+                static_cast<unsigned long long>(last.replayed), static_cast<unsigned long long>(dicts),
+                dicts ? 100.0 * static_cast<double>(last.replayed) / static_cast<double>(dicts) : 0.0);
     std::printf("load: best %.3f s, median %.3f s of %d; peak RSS %.1f MB = %.2f x file size\n", best, median, repeat,
                 peakKb / 1024.0, peakKb * 1024.0 / static_cast<double>(st.st_size));
     std::printf("RESULT load_s=%.6f load_median_s=%.6f peak_rss_kb=%ld file_bytes=%lld entries=%llu segments=%llu "
