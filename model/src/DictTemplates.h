@@ -2,9 +2,9 @@
 // Internal to the pickle machine: dicts recognised by their bytes, numbers aside.
 #include "memlens/model/PickleValue.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
@@ -23,11 +23,11 @@ namespace memlens::model {
 // the numbers and offers the items to its hooks as it would have.
 //
 // That holds while no memo slot is given another value: the machine then empties the templates
-// (clear()). Like FrameRunCache, each template remembers the ones that followed it last, the
-// two latest (predicted()): a dict is compared with those only, and where it differs from both
-// it is read as before and then looked up by its masked bytes. (One was not enough: a
-// free_requested of the same stack and size is followed by different entries within an
-// iteration.)
+// (clear()). A dict is compared only with the templates predicted for it (predicted()): the one
+// that followed the last four templates the last time, then, as in FrameRunCache, the two that
+// followed the last template latest (one was not enough: a free_requested of the same stack and
+// size is followed by different entries within an iteration). Where it differs from those, it
+// is read item by item as before and then looked up by its masked bytes.
 class DictTemplates {
 public:
     static constexpr uint32_t kNone = ~uint32_t(0);

@@ -6,7 +6,8 @@
 #
 # The corpus lives in BUILD_DIR/fuzz-corpus and grows from run to run. It is seeded from
 #  - the real snapshots in ../shared/snapshots (read in place, never copied; skipped if absent),
-#  - small hand-written snapshot-like pickles (protocols 0, 2, 4, 5) made by python here,
+#  - small hand-written snapshot-like pickles (protocols 0, 2, 4, 5) made by python here, and the
+#    same documents in memory_viz's JSON form (among them a training loop whose entries repeat),
 #  - cut-down copies of the real snapshots (a few segments and trace entries, < 64 KiB), so that
 #    real structure survives -max_len.
 # Crash reproducers go to BUILD_DIR/fuzz-artifacts/; replay one with
@@ -46,7 +47,7 @@ else
 fi
 
 "$PYTHON" - "$SEEDS" "$SNAPSHOTS" <<'PY'
-import os, pickle, sys, io
+import io, json, os, pickle, sys
 
 out, real = sys.argv[1], sys.argv[2]
 
@@ -137,12 +138,27 @@ docs = {
         entry('user_defined', 0, 0, 6, None, 'U')]]},
     'not_a_snapshot': {'phrases': ['hello', 'world'], 'n': 3},
 }
+# a training loop: the same entries every iteration, their numbers changing (addresses, sizes
+# across widths, times), free_completed sharing its free_requested's frames list: what the
+# reader's templates replay (model/src/DictTemplates)
+loop = []
+for it in range(12):
+    for k, stack in enumerate((stackA, stackB, [py[1], cpp[2]])):
+        frames = list(stack)
+        a, size = B + 4096 * (3 * it + k), (250, 70000, 1 << 33)[k] + it
+        loop += [entry('alloc', a, size, 9 * it + 3 * k, frames), entry('free_requested', a, size, 9 * it + 3 * k + 1, frames),
+                 entry('free_completed', a, size, 9 * it + 3 * k + 2, frames)]
+docs['loop'] = {'segments': segments('U'), 'device_traces': [loop], 'allocator_settings': settings}
 n = 0
 for name, doc in docs.items():
     for proto in (0, 2, 4, 5):
         with open(os.path.join(out, f'{name}.p{proto}.pickle'), 'wb') as f:
             pickle.dump(doc, f, protocol=proto)
         n += 1
+    # memory_viz's JSON form of the same document (tuples become lists, as json.dump writes them)
+    with open(os.path.join(out, f'{name}.json'), 'w') as f:
+        json.dump(doc, f)
+    n += 1
 
 # Cut-down copies of the real snapshots. The files hold plain data; this unpickler refuses classes.
 class DataOnly(pickle.Unpickler):
@@ -176,7 +192,7 @@ if real:
                 with open(os.path.join(out, f'real-{keep}-{fn}'), 'wb') as f:
                     f.write(data)
                 n += 1
-print(f'{n} seed pickles in {out}')
+print(f'{n} seed pickles and JSON files in {out}')
 PY
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
