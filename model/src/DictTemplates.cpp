@@ -33,8 +33,8 @@ bool DictTemplates::sameShape(const Template& t, const std::vector<Block>& bytes
 void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items,
                          size_t n, const Value* puts, size_t putCount, bool learnable) {
     tried();
-    if (length > kMaxBytes) {
-        last_ = kNone;
+    if (!learnable || length > kMaxBytes) {  // no template to find or learn: nothing to hash
+        follow(kNone);
         return;
     }
     const size_t blocks = (length + 15) / 16;
@@ -58,7 +58,7 @@ void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, siz
     uint32_t found = kNone;
     if (auto it = byShape_.find(hash); it != byShape_.end()) {
         if (sameShape(templates_[it->second], tmpBytes_, tmpMask_)) found = it->second;
-    } else if (learnable && templates_.size() < kMaxTemplates &&
+    } else if (templates_.size() < kMaxTemplates &&
                (blocks_.size() * 2 + blocks) * sizeof(Block) + (items_.size() + n) * sizeof(Value) <= kMaxStored) {
         Template t;
         t.block = static_cast<uint32_t>(blocks_.size());
@@ -78,7 +78,6 @@ void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, siz
         templates_.push_back(t);
         byShape_.emplace(hash, found);
     }
-    if (found != kNone && !learnable) found = kNone;  // its shape, but not one to replay (a FRAME inside)
     follow(found);
 }
 

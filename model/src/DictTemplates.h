@@ -135,6 +135,7 @@ private:
     static constexpr uint32_t kWindow = 4096;
     static constexpr uint64_t kShortestPause = 1 << 16, kLongestPause = 1 << 22;
     static constexpr size_t kContext = 4;
+    static_assert(kContext * 16 == 64, "recent_ holds the last kContext templates' numbers");
     static constexpr size_t kContextMask = (size_t(1) << 13) - 1;
     // the last kContext templates' numbers (below kMaxTemplates: 16 bits each), the latest lowest
     uint64_t contextHash() const { return (recent_ * 0x9e3779b97f4a7c15ULL) >> 40; }

@@ -439,6 +439,17 @@ Value shortLong(const uint8_t* p, unsigned n) {
 }
 } // namespace
 
+// Memo slot idx (set: below memo_.size()) into v where a get pushes what it holds as it is (a
+// string, a frame, a stack, a row...); false where it needs memoGet.
+[[gnu::always_inline]] inline bool PickleMachine::slotAsIs(uint64_t idx, Value& v) {
+    const uint32_t packed = memo_.read(idx);
+    const Tag tag = PackedMemo::tag(packed);
+    const uint32_t ref = PackedMemo::ref(packed);
+    if (!memoPushedAsIs(tag, ref)) return false;
+    v.assign(Value{0, ref, tag});
+    return true;
+}
+
 size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
     if (avail < 4 || p[1] != 0x94 || p[2] != '(' || limits_.maxDepth < 2) return 0;
     const uint64_t memoBase = memo_.size();
@@ -474,15 +485,10 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             pos += kOperandBytes<'j'>;
         get: {
             // a slot of this dict's own is not set yet: left to run()
-            if (idx >= memoBase) return 0;
-            const uint32_t packed = memo_.read(idx);
-            const Tag tag = PackedMemo::tag(packed);
-            const uint32_t ref = PackedMemo::ref(packed);
-            if (!memoPushedAsIs(tag, ref)) return 0;
-            v.assign(Value{0, ref, tag});
+            if (idx >= memoBase || !slotAsIs(idx, v)) return 0;
             // a frames list shared with an entry before (free_completed's is its free_requested's):
             // a slot of its own each time, so the template reads the get
-            if (tag == Tag::Stack) {
+            if (v.tag == Tag::Stack) {
                 const size_t at = pos - 1 - (op == 'h' ? kOperandBytes<'h'> : kOperandBytes<'j'>);
                 holes[holeCount++] = {static_cast<uint16_t>(at), static_cast<uint8_t>(n), op};
             }
@@ -592,12 +598,7 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
         case 0x8a: v.assign(shortLong(q + 1, *q)); break;  // LONG1 of 1 to 8 bytes
         default: {  // BINGET, LONG_BINGET: what wholeDict takes
             const uint64_t idx = holes[i].op == 'h' ? memoIndexAt<'h'>(q) : memoIndexAt<'j'>(q);
-            if (idx >= memo_.size()) return 0;
-            const uint32_t packed = memo_.read(idx);
-            const Tag tag = PackedMemo::tag(packed);
-            const uint32_t ref = PackedMemo::ref(packed);
-            if (!memoPushedAsIs(tag, ref)) return 0;
-            v.assign(Value{0, ref, tag});
+            if (idx >= memo_.size() || !slotAsIs(idx, v)) return 0;
             break;
         }
         }

@@ -225,6 +225,7 @@ private:
     // the hooks' absorbDict; returns the bytes taken, or 0 (anything else, or not absorbed) to
     // leave it to run(), nothing changed but strings and stacks interned.
     size_t wholeDict(const uint8_t* p, size_t avail);
+    [[gnu::always_inline]] inline bool slotAsIs(uint64_t idx, Value& v);  // wholeDict's and replayDict's memo gets
     // Before that: the dict at p read by the template predicted for it, or 0.
     size_t replayDict(const uint8_t* p, size_t avail);
     void forgetTemplates();  // a memo slot changes: templates may name other values now
