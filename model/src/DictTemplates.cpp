@@ -30,12 +30,12 @@ bool DictTemplates::sameShape(const Template& t, const std::vector<Block>& bytes
     return true;
 }
 
-void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items,
+uint32_t DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items,
                          size_t n, const Value* puts, size_t putCount, bool learnable) {
     tried();
     if (!learnable || length > kMaxBytes) {  // no template to find or learn: nothing to hash
         follow(kNone);
-        return;
+        return kNone;
     }
     const size_t blocks = (length + 15) / 16;
     tmpBytes_.assign(blocks, Block{.w = {0, 0}});
@@ -55,7 +55,7 @@ void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, siz
             tmpBytes_[i].w[k] &= tmpMask_[i].w[k];
             hash = mix(hash, tmpBytes_[i].w[k]);
         }
-    uint32_t found = kNone;
+    uint32_t found = kNone, learnt = kNone;
     if (auto it = byShape_.find(hash); it != byShape_.end()) {
         if (sameShape(templates_[it->second], tmpBytes_, tmpMask_)) found = it->second;
     } else if (templates_.size() < kMaxTemplates &&
@@ -74,11 +74,12 @@ void DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, siz
         items_.insert(items_.end(), items, items + n);
         holes_.insert(holes_.end(), holes, holes + holeCount);
         puts_.insert(puts_.end(), puts, puts + putCount);
-        found = static_cast<uint32_t>(templates_.size());
+        found = learnt = static_cast<uint32_t>(templates_.size());
         templates_.push_back(t);
         byShape_.emplace(hash, found);
     }
     follow(found);
+    return learnt;
 }
 
 void DictTemplates::clear() {

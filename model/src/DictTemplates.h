@@ -88,6 +88,9 @@ public:
     size_t holeCount(uint32_t t) const { return templates_[t].holes; }
     const Hole* holes(uint32_t t) const { return holes_.data() + templates_[t].hole0; }
     size_t putCount(uint32_t t) const { return templates_[t].puts; }
+    // The hooks' plan for template t's dicts (PickleHooks::planDict), or -1.
+    int32_t plan(uint32_t t) const { return templates_[t].plan; }
+    void setPlan(uint32_t t, int32_t plan) { templates_[t].plan = plan; }
     const Value* puts(uint32_t t) const { return puts_.data() + templates_[t].put0; }
 
     // Template t stood for the dict just read.
@@ -99,8 +102,9 @@ public:
     // The dict of `length` bytes at p was read item by item into items (n), with these holes
     // and the values of its MEMOIZE opcodes after the dict's own (puts); learnable when the
     // machine may replay it (no FRAME inside, the hooks made it a row). Finds or learns its
-    // template and makes it the successor of the last one.
-    void read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items, size_t n,
+    // template and makes it the successor of the last one. Returns the template when it is new
+    // (learnt from this dict), kNone otherwise.
+    uint32_t read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items, size_t n,
               const Value* puts, size_t putCount, bool learnable);
     void clear();
     size_t size() const { return templates_.size(); }
@@ -116,6 +120,7 @@ private:
         uint16_t length;
         uint8_t items, holes, puts;
         uint32_t item0, hole0, put0;
+        int32_t plan = -1;
         uint32_t next[2] = {kNone, kNone};  // the templates that followed this one last, the latest first
     };
     // A dict offered (replayed or read): every kWindow of them, the templates go on only if

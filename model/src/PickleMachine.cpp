@@ -568,9 +568,15 @@ setitems:
         puts[0].assign(out);
         for (size_t i = 0; i < putCount; ++i) memoPut(memo_.size(), puts[i]);
         push(out);
-        if (templated)
-            templates_->read(p, pos, holes, holeCount, items, n, puts + 1, putCount - 1,
-                             !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
+        if (templated) {
+            const uint32_t learnt = templates_->read(p, pos, holes, holeCount, items, n, puts + 1, putCount - 1,
+                                                     !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
+            if (learnt != DictTemplates::kNone) {
+                uint8_t holeItems[kWholeDictItems];
+                for (size_t i = 0; i < holeCount; ++i) holeItems[i] = holes[i].item;
+                templates_->setPlan(learnt, hooks_->planDict(items, n, holeItems, holeCount));
+            }
+        }
     }
     ++wholeDictsRead_;
     return pos;
@@ -584,13 +590,16 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
         if (t != DictTemplates::kNone) length = templates_->match(t, p, avail);
     }
     if (!length) return 0;
-    // the template's own items, its holes filled in
+    // the values at the holes: into the template's own items, or apart where the hooks have a
+    // plan for them
+    const int32_t plan = templates_->plan(t);
     Value* items = templates_->items(t);
+    Value* planned = wholeItems_.get();  // wholeDict's, filled afresh if the replay fails
     const size_t n = templates_->itemCount(t);
     const DictTemplates::Hole* holes = templates_->holes(t);
     for (size_t i = 0, h = templates_->holeCount(t); i < h; ++i) {
         const uint8_t* q = p + holes[i].at + 1;  // match() made sure of 8 bytes past the opcode
-        Value& v = items[holes[i].item];
+        Value& v = plan >= 0 ? planned[i] : items[holes[i].item];
         switch (holes[i].op) {
         case 'K': v.assign(intAt<'K'>(q)); break;
         case 'M': v.assign(intAt<'M'>(q)); break;
@@ -604,11 +613,20 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
         }
     }
     // the numbers may be what the hooks refuse (a negative size): the dict is then read as before
+    if (plan >= 0) {
+        const Value out = hooks_->absorbPlanned(plan, planned);  // in registers, never in memory
+        if (out.tag == Tag::Unset) return 0;
+        return replayed(t, out, length);
+    }
     Value out;
     if (!hooks_->absorbDict(doc_, items, n, out)) return 0;
-    memoPut(memo_.size(), out);
+    return replayed(t, Value{out.bits, out.ref, out.tag}, length);  // field by field (Value::assign)
+}
+
+size_t PickleMachine::replayed(uint32_t t, Value out, size_t length) {
+    memoAppend(out);
     const Value* puts = templates_->puts(t);
-    for (size_t i = 0, m = templates_->putCount(t); i < m; ++i) memoPut(memo_.size(), puts[i]);
+    for (size_t i = 0, m = templates_->putCount(t); i < m; ++i) memoAppend(puts[i]);
     push(out);
     templates_->replayed(t);
     ++wholeDictsRead_;

@@ -39,6 +39,13 @@ public:
     size_t recallMemoRun(PickleDocument&, const uint8_t* p, size_t avail, Value& out) override {
         return frameRuns_.recall(p, avail, out);
     }
+    // Plans for trace entries (TraceRows::plan): only for a dict FrameTable refuses whatever its
+    // numbers (absorb() offers a dict to the frames first).
+    int32_t planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) override;
+    Value absorbPlanned(int32_t plan, const Value* values) override {
+        uint32_t r;
+        return rows_.fromPlan(plan, values, r) ? Value::node(Tag::Row, r) : Value::node(Tag::Unset, 0);
+    }
     void memoRewritten(uint64_t, Value old) override {
         if (old.tag == Tag::Frame) frameRuns_.clear();  // known runs may name other frames now
     }

@@ -37,19 +37,12 @@ bool TraceRows::entryInt(const Value& v, bool negativeOk, uint64_t& out, const c
     return true;
 }
 
-std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std::string* path) {
-    Action act = Action::Other;
+void TraceRows::parse(const Value* items, size_t n, Parsed& out) {
+    Row& r = out.row;
+    r = Row{Action::Other, 0, StringTable::kEmpty, 0, 0, 0, -1, 0, 0, 0};
     StringId actName = 0;
-    bool haveAction = false;
-    uint8_t flags = 0;
-    uint64_t addr = 0, size = 0, stream = 0, deviceFree = 0;
-    int64_t time = -1;
-    StackId stack = 0;
-    StringId cc = 0, um = 0;
-    StringId unknown[4];
-    size_t unknownCount = 0;
+    uint64_t deviceFree = 0;
     const char* bad = nullptr;
-    StringId badKey = 0;
     for (size_t i = 0; i + 1 < n && !bad; i += 2) {
         const Value& kv = items[i];
         const Value& v = items[i + 1];
@@ -62,62 +55,142 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
                 break;
             }
             actName = v.ref;
-            act = actionOf(v.ref);
-            haveAction = true;
+            r.action = actionOf(v.ref);
+            out.haveAction = true;
             break;
         case EntryKey::Addr:
-            if (entryInt(v, false, addr, bad)) flags |= TraceColumns::HasAddr;
+            if (entryInt(v, false, r.addr, bad)) r.flags |= TraceColumns::HasAddr;
             break;
-        case EntryKey::Size: entryInt(v, false, size, bad); break;
-        case EntryKey::Stream: entryInt(v, false, stream, bad); break;
+        case EntryKey::Size: entryInt(v, false, r.size, bad); break;
+        case EntryKey::Stream: entryInt(v, false, r.stream, bad); break;
         case EntryKey::DeviceFree:
-            if (entryInt(v, false, deviceFree, bad)) flags |= TraceColumns::HasDeviceFree;
+            if (entryInt(v, false, deviceFree, bad)) r.flags |= TraceColumns::HasDeviceFree;
             break;
         case EntryKey::TimeUs: {
             uint64_t t;
             if (entryInt(v, true, t, bad)) {
-                time = static_cast<int64_t>(t);
-                flags |= TraceColumns::HasTime;
+                r.timeUs = static_cast<int64_t>(t);
+                r.flags |= TraceColumns::HasTime;
             }
             break;
         }
         case EntryKey::Frames:
             if (v.tag == Tag::Stack) {
-                stack = v.ref;
-                flags |= TraceColumns::HasFrames;
+                r.stack = v.ref;
+                r.flags |= TraceColumns::HasFrames;
             } else if (v.tag == Tag::List && doc_.node(v.ref).count == 0) {
-                flags |= TraceColumns::HasFrames;
+                r.flags |= TraceColumns::HasFrames;
             } else if (v.tag != Tag::None) {
                 bad = "a list of frame dicts";
             }
             break;
         case EntryKey::CompileContext:
-            if (v.tag == Tag::Str) cc = v.ref;
+            if (v.tag == Tag::Str) r.compileContext = v.ref;
             break;
         case EntryKey::UserMetadata:
-            if (v.tag == Tag::Str) um = v.ref;
+            if (v.tag == Tag::Str) r.userMetadata = v.ref;
             break;
         case EntryKey::Other:
-            if (unknownCount < std::size(unknown)) unknown[unknownCount++] = kv.ref;
+            if (out.unknownCount < std::size(out.unknown)) out.unknown[out.unknownCount++] = kv.ref;
             break;
         }
-        if (bad) badKey = kv.ref;
+        if (bad) {
+            out.bad = bad;
+            out.badKey = kv.ref;
+        }
     }
-    if (!haveAction && !bad) {
+    if (r.action == Action::Oom && !(r.flags & TraceColumns::HasAddr) && (r.flags & TraceColumns::HasDeviceFree))
+        r.addr = deviceFree;
+    // the action's text is kept only where the reader does not know the action
+    if (r.action == Action::Other) r.actionName = actName;
+}
+
+std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std::string* path) {
+    Parsed e;
+    parse(items, n, e);
+    if (!e.haveAction && !e.bad) {
         if (!path) return std::nullopt;
         throw ParseError(ParseError::kNoOffset, *path, "missing key 'action' (expected a str)");
     }
-    if (bad) {
+    if (e.bad) {
         if (!path) return std::nullopt;
-        throw ParseError(ParseError::kNoOffset, *path + "['" + std::string(doc_.strings.view(badKey)) + "']",
-                         std::string("expected ") + bad);
+        throw ParseError(ParseError::kNoOffset, *path + "['" + std::string(doc_.strings.view(e.badKey)) + "']",
+                         std::string("expected ") + e.bad);
     }
-    if (act == Action::Oom && !(flags & TraceColumns::HasAddr) && (flags & TraceColumns::HasDeviceFree))
-        addr = deviceFree;
-    if (unknownCount) [[unlikely]]
-        countUnknown(unknown, unknownCount);
-    // the action's text is kept only where the reader does not know the action
-    return appendRow({act, act == Action::Other ? actName : StringTable::kEmpty, flags, addr, size, stream, time, stack, cc, um});
+    if (e.unknownCount) [[unlikely]]
+        countUnknown(e.unknown, e.unknownCount);
+    return appendRow(e.row);
+}
+
+int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) {
+    if (plans_.size() >= kMaxPlans || holes > kMaxPlanHoles) return -1;
+    Parsed e;
+    parse(items, n, e);
+    // only a plain row: no unknown key to count, no oom (whose address may be its device_free)
+    if (!e.haveAction || e.bad || e.unknownCount || e.row.action == Action::Oom) return -1;
+    // each field given once, so that a hole is the only value of its field
+    uint32_t seen = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        if (items[i].tag != Tag::Str) continue;
+        const auto which = static_cast<uint32_t>(items[i].ref < entryKeys_.size() ? entryKeys_[items[i].ref] : EntryKey::Other);
+        if (seen & (uint32_t(1) << which)) return -1;
+        seen |= uint32_t(1) << which;
+    }
+    Plan plan{e.row, {}, static_cast<uint8_t>(holes)};
+    for (size_t h = 0; h < holes; ++h) {
+        const size_t i = holeItems[h];
+        if (i % 2 == 0 || i >= n) return -1;  // a key: not a field's value
+        const Value& key = items[i - 1];
+        const Value& v = items[i];
+        EntryKey which = key.tag != Tag::Str ? EntryKey::Other
+                         : key.ref < entryKeys_.size() ? entryKeys_[key.ref] : EntryKey::Other;
+        // a number where the reader ignores one (a foreign key, compile_context, user_metadata)
+        if (which == EntryKey::Other || which == EntryKey::CompileContext || which == EntryKey::UserMetadata)
+            which = EntryKey::Other;
+        const bool number = v.tag == Tag::Int || v.tag == Tag::UInt;
+        const bool numberField = which == EntryKey::Addr || which == EntryKey::Size || which == EntryKey::Stream ||
+                                 which == EntryKey::DeviceFree || which == EntryKey::TimeUs;
+        if (number ? !(numberField || which == EntryKey::Other) : !(v.tag == Tag::Stack && which == EntryKey::Frames))
+            return -1;
+        plan.field[h] = which;
+    }
+    plans_.push_back(plan);
+    return static_cast<int32_t>(plans_.size() - 1);
+}
+
+bool TraceRows::fromPlan(int32_t plan, const Value* values, uint32_t& row) {
+    const Plan& p = plans_[static_cast<size_t>(plan)];
+    Row r = p.row;
+    for (size_t h = 0; h < p.holes; ++h) {
+        const Value& v = values[h];
+        // what entryInt refuses: a negative number but for time_us
+        const bool negative = v.tag == Tag::Int && v.asInt() < 0;
+        switch (p.field[h]) {
+        case EntryKey::Addr:
+            if (negative) return false;
+            r.addr = v.bits;
+            break;
+        case EntryKey::Size:
+            if (negative) return false;
+            r.size = v.bits;
+            break;
+        case EntryKey::Stream:
+            if (negative) return false;
+            r.stream = v.bits;
+            break;
+        case EntryKey::DeviceFree:
+            if (negative) return false;
+            break;
+        case EntryKey::TimeUs: r.timeUs = static_cast<int64_t>(v.bits); break;
+        case EntryKey::Frames:
+            if (v.tag != Tag::Stack) return false;
+            r.stack = v.ref;
+            break;
+        default: break;
+        }
+    }
+    row = appendRow(r);
+    return true;
 }
 
 void TraceRows::countUnknown(const StringId* keys, size_t n) {

@@ -24,6 +24,14 @@ public:
     // an optional: returned from this call, out of line, it was built in memory by two narrow
     // stores and read back as one word, a stall the store buffer cannot forward, for every entry.)
     bool fromItems(const Value* items, size_t n, uint32_t& row);
+    // Rows by plan, for dicts read by a template (PickleHooks::planDict): the dict at items, just
+    // made a row, has numbers (or a frames list) at holeItems that change from one dict to the next
+    // and keeps the rest. A plan keeps its row and where each hole goes; -1 where the dict is not a
+    // plain row whose holes are each the only value of a field. fromPlan makes the row of such a
+    // dict from its holes' values: the row read() would make; false where read() would refuse
+    // them (a negative size, a frames value not a list of frames), or read them another way.
+    int32_t plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes);
+    bool fromPlan(int32_t plan, const Value* values, uint32_t& row);
     // The row of an entry dict left in the tree (at path); throws a ParseError naming the key when
     // it is not one.
     uint32_t fromDict(uint32_t node, const std::string& path);
@@ -39,19 +47,40 @@ private:
     };
     struct Row {
         Action action;
-        StringId actionName;
         uint8_t flags;
+        StringId actionName;
         uint64_t addr, size, stream;
         int64_t timeUs;
         StackId stack;
         StringId compileContext, userMetadata;
     };
+    // A dict's items read as a row: the row, whether it named an action, the first thing wrong
+    // (bad: what was expected; badKey) and the first keys the reader does not know.
+    struct Parsed {
+        Row row;
+        bool haveAction = false;
+        const char* bad = nullptr;
+        StringId badKey = 0;
+        StringId unknown[4];
+        size_t unknownCount = 0;
+    };
     // Inline (defined in TraceRows.cpp, their only user): they run for every trace entry.
-    // Both of the above: with path == nullptr returns nullopt on any mismatch, otherwise throws.
+    [[gnu::always_inline]] inline void parse(const Value* items, size_t n, Parsed& out);
+    // fromItems and fromDict: with path == nullptr returns nullopt on any mismatch, otherwise throws.
     [[gnu::always_inline]] inline std::optional<uint32_t> read(const Value* items, size_t n, const std::string* path);
     static inline bool entryInt(const Value& v, bool negativeOk, uint64_t& out, const char*& bad);
     inline Action actionOf(StringId name);
     [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
+    // A plan's row, and the field each hole's value goes to (Other: a number the reader ignores).
+    // At most kMaxPlans of them (a file whose templates are forgotten again and again), of
+    // kMaxPlanHoles holes.
+    static constexpr size_t kMaxPlans = size_t(1) << 16, kMaxPlanHoles = 16;
+    struct Plan {
+        Row row;
+        std::array<EntryKey, kMaxPlanHoles> field;
+        uint8_t holes;
+    };
+    std::vector<Plan> plans_;
     // The fixed-width columns' pages are prefaulted kPrefaultRows rows ahead (PickleDocument::
     // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack.
     static constexpr size_t kPrefaultRows = 16384;

@@ -524,3 +524,99 @@ TEST(SnapshotReader, EntriesReadWholeOrThroughTheStackAreWhatPythonReads) {
     }
     std::filesystem::remove(path);
 }
+
+// Trace entries read by a template's plan (TraceRows::plan: the row of the first entry of those
+// bytes, each number or shared frames list put into its field) are the entries written, as the
+// item-by-item read gives them: numbers of every width in every field, frames lists shared (a memo
+// get) or new, a field given twice (a shared frames list, then a new one: the second is the
+// entry's), a key the reader does not know (counted in the notes). A number the reader refuses (a
+// negative address) in a dict of a template's bytes is refused with the item-by-item read's message.
+TEST(SnapshotReader, EntriesReadByPlanAreTheEntriesWritten) {
+    P fa = frame("forward", "model.py", 10), fb = frame("backward", "model.py", 20), fc = frame("step", "train.py", 5);
+    P shared = list({fa, fb});
+    const std::vector<std::string> sharedText = {"forward@model.py:10", "backward@model.py:20"};
+    const uint64_t sizes[] = {7, 300, 70000, uint64_t(1) << 33};  // BININT1, BININT2, BININT, LONG1
+    constexpr int kIterations = 30;
+    struct Expected {
+        std::string action;
+        uint64_t addr, size, stream;
+        int64_t time;
+        std::vector<std::string> frames;
+    };
+    auto build = [&](bool negativeAtTheEnd, std::vector<Expected>* expected) {
+        std::vector<P> trace;
+        for (int it = 0; it < kIterations; ++it) {
+            for (int k = 0; k < 4; ++k) {
+                const uint64_t addr = 0x7f0000000000 + 4096 * uint64_t(it * 4 + k);
+                const uint64_t size = sizes[k] + uint64_t(it);
+                const uint64_t stream = k == 3 ? uint64_t(it) : 0;
+                const int64_t t = 1700000000000000 + 10 * (it * 4 + k);
+                const bool own = k % 2 == 0;  // a new frames list (the same bytes every iteration)
+                P frames = own ? list({fc, fa}) : shared;
+                const std::vector<std::string> text =
+                    own ? std::vector<std::string>{"step@train.py:5", "forward@model.py:10"} : sharedText;
+                const bool negative = negativeAtTheEnd && it == kIterations - 1 && k == 2;
+                trace.push_back(dict({{"action", str("alloc")}, {"addr", negative ? num(-int64_t(addr)) : unum(addr)},
+                                      {"size", unum(size)}, {"stream", unum(stream)}, {"time_us", num(t)},
+                                      {"frames", frames}}));
+                trace.push_back(dict({{"action", str("free_requested")}, {"frames", shared}, {"addr", unum(addr)},
+                                      {"size", unum(size)}, {"stream", num(0)}, {"time_us", num(t + 1)},
+                                      {"frames", list({fc, fb})}}));
+                trace.push_back(dict({{"action", str("free_completed")}, {"addr", unum(addr)}, {"size", unum(size)},
+                                      {"stream", num(0)}, {"time_us", num(t + 2)}, {"frames", frames},
+                                      {"extra", num(it)}}));
+                if (expected) {
+                    expected->push_back({"alloc", addr, size, stream, t, text});
+                    expected->push_back({"free_requested", addr, size, 0, t + 1, {"step@train.py:5", "backward@model.py:20"}});
+                    expected->push_back({"free_completed", addr, size, 0, t + 2, text});
+                }
+            }
+        }
+        return dumps(snapshot({}, {trace}));
+    };
+    auto load = [](const std::string& bytes, bool templates) {
+        LoadOptions options;
+        options.dictTemplates = templates;
+        return readSnapshotMemory(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                                  options);
+    };
+    std::vector<Expected> expected;
+    const std::string bytes = build(false, &expected);
+    for (bool templates : {true, false}) {
+        SCOPED_TRACE(templates ? "by templates" : "item by item");
+        const Snapshot s = load(bytes, templates);
+        // all but the entries of the first iteration, and the sizes that change width
+        if (templates) EXPECT_GT(s.dictsReplayed, expected.size() * 3 / 4);
+        else EXPECT_EQ(s.dictsReplayed, 0u);
+        const TraceColumns& t = s.devices.at(0).trace;
+        ASSERT_EQ(t.rows(), expected.size());
+        for (size_t i = 0; i < t.rows(); ++i) {
+            SCOPED_TRACE(i);
+            const Expected& e = expected[i];
+            ASSERT_EQ(actionName(t.action[i]), e.action);
+            ASSERT_EQ(t.addr[i], e.addr);
+            ASSERT_EQ(t.size[i], e.size);
+            ASSERT_EQ(t.stream[i], e.stream);
+            ASSERT_EQ(t.timeUs[i], e.time);
+            ASSERT_EQ(t.flags[i], TraceColumns::HasAddr | TraceColumns::HasTime | TraceColumns::HasFrames);
+            ASSERT_EQ(stackText(s, t.stack[i]), e.frames);
+        }
+        const std::string note = std::to_string(expected.size() / 3) + " trace entries carry 'extra'";
+        EXPECT_TRUE(std::any_of(s.notes.begin(), s.notes.end(), [&](const std::string& n) { return n.find(note) == 0; }))
+            << note;
+    }
+    // the last iteration's alloc of k == 2 (a plan's: no unknown key): entry 3 * (4 * (kIterations - 1) + 2)
+    const std::string negative = build(true, nullptr);
+    const std::string place = "device_traces[0][" + std::to_string(3 * (4 * (kIterations - 1) + 2)) + "]['addr']";
+    std::string messages[2];
+    for (bool templates : {true, false}) {
+        try {
+            load(negative, templates);
+            messages[templates] = "accepted";
+        } catch (const ParseError& e) {
+            messages[templates] = e.describe("f.pickle");
+        }
+    }
+    EXPECT_EQ(messages[true], messages[false]);
+    EXPECT_EQ(messages[true], "f.pickle: " + place + ": expected a non-negative int");
+}

@@ -106,6 +106,17 @@ public:
     // buffered), without its length measured; returns the bytes it takes (APPENDS included) and
     // its value in out, or 0 to measure it and offer it to absorbMemoRun.
     virtual size_t recallMemoRun(PickleDocument& doc, const uint8_t* p, size_t avail, Value& out) { return 0; }
+    // Plans, for dicts read by a template (PickleLimits::dictTemplates). The dict just absorbed
+    // (items, n) is the first of a template: the next dicts of its bytes have other values at the
+    // items numbered holeItems (numbers, memo gets) and the rest as they are. The hooks may return
+    // a plan (0 or more) to absorb such a dict from those values alone, or -1.
+    virtual int32_t planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) { return -1; }
+    // Absorbs a dict of that template by its plan: values are those at its holes, in order.
+    // Returns what absorbDict would store for the dict, or a value tagged Unset where the plan
+    // does not take them (the dict is then read item by item and offered to absorbDict). (The
+    // value is returned in registers: through memory, as absorbDict's out, it was stored by
+    // narrow writes and read back as words, a stall for every dict.)
+    virtual Value absorbPlanned(int32_t plan, const Value* values) { return Value::node(Tag::Unset, 0); }
     // A memo slot that held `old` is given another value (a PUT over it).
     virtual void memoRewritten(uint64_t index, Value old) {}
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
@@ -203,6 +214,16 @@ private:
     }
     void appendTo(Value container, size_t from, bool batch = false);  // moves stack[from..] into the container
     void memoPut(uint64_t index, Value v);
+    // memoPut at the end of the memo; inline for a value that is no container (a string, a stack,
+    // a row: nearly every slot a snapshot's entries add).
+    [[gnu::always_inline]] void memoAppend(Value v) {
+        if (v.isContainer()) [[unlikely]] {
+            memoPut(memo_.size(), v);
+            return;
+        }
+        memo_.push_back(encodeAt(memo_.size(), v));
+        memoPushed();
+    }
     Value memoGet(uint64_t index);
     Value readLong(const uint8_t* p, uint64_t n);
     std::string readLine();
@@ -228,6 +249,9 @@ private:
     [[gnu::always_inline]] inline bool slotAsIs(uint64_t idx, Value& v);  // wholeDict's and replayDict's memo gets
     // Before that: the dict at p read by the template predicted for it, or 0.
     size_t replayDict(const uint8_t* p, size_t avail);
+    // The rest of a replay by template t: out (the dict's value) and the template's values into
+    // the memo, out onto the stack; returns length.
+    [[gnu::always_inline]] inline size_t replayed(uint32_t t, Value out, size_t length);
     void forgetTemplates();  // a memo slot changes: templates may name other values now
     static constexpr size_t kWholeDictItems = 64;  // absorbDict takes no more
     uint64_t wholeDictsRead_ = 0;
