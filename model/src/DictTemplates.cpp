@@ -90,7 +90,6 @@ void DictTemplates::clear() {
     puts_.clear();
     holes_.clear();
     byShape_.clear();
-    std::fill(byContext_.begin(), byContext_.end(), kNone);
     recent_ = ~uint64_t(0);
     last_ = kNone;
 }

@@ -23,11 +23,12 @@ namespace memlens::model {
 // the numbers and offers the items to its hooks as it would have.
 //
 // That holds while no memo slot is given another value: the machine then empties the templates
-// (clear()). A dict is compared only with the templates predicted for it (predicted()): the one
-// that followed the last four templates the last time, then, as in FrameRunCache, the two that
-// followed the last template latest (one was not enough: a free_requested of the same stack and
-// size is followed by different entries within an iteration). Where it differs from those, it
-// is read item by item as before and then looked up by its masked bytes.
+// (clear()). A dict is compared only with the templates predicted for it (predicted()): the two
+// that followed the last four templates latest, then, as in FrameRunCache, the two that followed
+// the last template latest (one was not enough: a free_requested of the same stack and size is
+// followed by different entries within an iteration, and the same four templates by different
+// ones within a training step). Where it differs from those, it is read item by item as before
+// and then looked up by its masked bytes.
 class DictTemplates {
 public:
     static constexpr uint32_t kNone = ~uint32_t(0);
@@ -54,11 +55,17 @@ public:
         --paused_;
         return false;
     }
-    // The templates predicted at the start of the next dict, or kNone: way 0 by the last
-    // kContext templates, ways 1 and 2 by the last one.
+    // The templates predicted at the start of the next dict, or kNone: ways 0 and 1 by the last
+    // kContext templates, ways 2 and 3 by the last one.
+    static constexpr int kWays = 4;
     uint32_t predicted(int way) const {
-        if (way == 0) return byContext_[contextHash() & kContextMask];
-        return last_ == kNone ? kNone : templates_[last_].next[way - 1];
+        if (way < 2) {
+            // the table is not emptied with the templates (clear()): a number from before may
+            // name a template learnt since, which match() then compares as any other
+            const uint32_t t = byContext_[2 * (contextHash() & kContextMask) + way];
+            return t < templates_.size() ? t : kNone;
+        }
+        return last_ == kNone ? kNone : templates_[last_].next[way - 2];
     }
 
     // The length of template t when the bytes at p (avail of them buffered) are its bytes, its
@@ -141,12 +148,18 @@ private:
     static constexpr uint64_t kShortestPause = 1 << 16, kLongestPause = 1 << 22;
     static constexpr size_t kContext = 4;
     static_assert(kContext * 16 == 64, "recent_ holds the last kContext templates' numbers");
-    static constexpr size_t kContextMask = (size_t(1) << 13) - 1;
+    static constexpr size_t kContextMask = (size_t(1) << 15) - 1;
     // the last kContext templates' numbers (below kMaxTemplates: 16 bits each), the latest lowest
     uint64_t contextHash() const { return (recent_ * 0x9e3779b97f4a7c15ULL) >> 40; }
     // Template t (or kNone) follows the last one.
     void follow(uint32_t t) {
-        if (t != kNone) byContext_[contextHash() & kContextMask] = t;
+        if (t != kNone) {
+            uint32_t* ctx = byContext_.data() + 2 * (contextHash() & kContextMask);
+            if (ctx[0] != t) {
+                ctx[1] = ctx[0];
+                ctx[0] = t;
+            }
+        }
         recent_ = (recent_ << 16) | (t & 0xffff);
         if (last_ != kNone && t != kNone) {
             uint32_t* next = templates_[last_].next;
@@ -167,7 +180,9 @@ private:
     std::vector<Block> tmpBytes_, tmpMask_;
     uint32_t last_ = kNone;
     uint64_t recent_ = ~uint64_t(0);
-    std::vector<uint32_t> byContext_ = std::vector<uint32_t>(kContextMask + 1, kNone);
+    // by a hash of the last kContext templates: the two templates that followed them latest, the
+    // latest first (256 KiB)
+    std::vector<uint32_t> byContext_ = std::vector<uint32_t>(2 * (kContextMask + 1), kNone);
     uint32_t offered_ = 0, replayed_ = 0;  // dicts offered, and replayed, in this window
     uint64_t paused_ = 0;                 // dicts not to offer from here on
     uint64_t pause_ = kShortestPause;     // the next pause

@@ -585,7 +585,7 @@ setitems:
 size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
     uint32_t t = DictTemplates::kNone;
     size_t length = 0;
-    for (int way = 0; way < 3 && !length; ++way) {
+    for (int way = 0; way < DictTemplates::kWays && !length; ++way) {
         t = templates_->predicted(way);
         if (t != DictTemplates::kNone) length = templates_->match(t, p, avail);
     }

@@ -158,7 +158,7 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
     return static_cast<int32_t>(plans_.size() - 1);
 }
 
-bool TraceRows::fromPlan(int32_t plan, const Value* values, uint32_t& row) {
+[[gnu::flatten]] bool TraceRows::fromPlan(int32_t plan, const Value* values, uint32_t& row) {
     const Plan& p = plans_[static_cast<size_t>(plan)];
     Row r = p.row;
     for (size_t h = 0; h < p.holes; ++h) {
