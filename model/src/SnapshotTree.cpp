@@ -27,25 +27,32 @@ DeviceData& SnapshotTree::deviceData(int d) {
 void SnapshotTree::readSegment(const Value& sv, const TreePath& path, std::vector<Block>& blocks,
                                bool hostSegment) {
     uint32_t s = fields_.dictNode(sv, path, "a segment");
+    // the fields, in one pass over the dict (a real file has tens of thousands of segments)
+    enum { Device, Address, TotalSize, Allocated, Active, Requested, Stream, Type, Expandable, PoolId, Frames, Blocks, kFields };
+    const StringId keys[kFields] = {k_.device,        k_.address,         k_.total_size, k_.allocated_size,
+                                    k_.active_size,   k_.requested_size,  k_.stream,     k_.segment_type,
+                                    k_.is_expandable, k_.segment_pool_id, k_.frames,     k_.blocks};
+    const Value* f[kFields];
+    fields_.fieldsOf(s, keys, f);
     Segment seg;
     if (hostSegment) {
         seg.device = kHostDevice;
     } else {
-        uint64_t dev = fields_.intField(s, k_.device, path, true);
+        uint64_t dev = fields_.intValue(f[Device], k_.device, path, true);
         if (dev > 1u << 16)
             fields_.fail(path.key(k_.device), "device index " + std::to_string(dev) + " is out of range");
         seg.device = static_cast<int>(dev);
     }
-    seg.address = fields_.intField(s, k_.address, path, true);
-    seg.totalSize = fields_.intField(s, k_.total_size, path, true);
-    seg.allocatedSize = fields_.intField(s, k_.allocated_size, path, false);
-    seg.activeSize = fields_.intField(s, k_.active_size, path, false);
-    seg.requestedSize = fields_.intField(s, k_.requested_size, path, false);
-    seg.stream = fields_.intField(s, k_.stream, path, false);
-    if (const Value* t = fields_.field(s, k_.segment_type); t && t->tag == Tag::Str) seg.isLarge = t->ref == k_.large;
-    if (const Value* e = fields_.field(s, k_.is_expandable); e && e->isInt()) seg.isExpandable = e->bits != 0;
+    seg.address = fields_.intValue(f[Address], k_.address, path, true);
+    seg.totalSize = fields_.intValue(f[TotalSize], k_.total_size, path, true);
+    seg.allocatedSize = fields_.intValue(f[Allocated], k_.allocated_size, path, false);
+    seg.activeSize = fields_.intValue(f[Active], k_.active_size, path, false);
+    seg.requestedSize = fields_.intValue(f[Requested], k_.requested_size, path, false);
+    seg.stream = fields_.intValue(f[Stream], k_.stream, path, false);
+    if (const Value* t = f[Type]; t && t->tag == Tag::Str) seg.isLarge = t->ref == k_.large;
+    if (const Value* e = f[Expandable]; e && e->isInt()) seg.isExpandable = e->bits != 0;
     // a tuple, or a list in memory_viz's JSON form
-    if (const Value* p = fields_.field(s, k_.segment_pool_id); p && (p->tag == Tag::Tuple || p->tag == Tag::List)) {
+    if (const Value* p = f[PoolId]; p && (p->tag == Tag::Tuple || p->tag == Tag::List)) {
         std::vector<Value> ids;
         doc_.forEach(p->ref, [&](const Value& x) { ids.push_back(x); });
         if (ids.size() == 2 && ids[0].isInt() && ids[1].isInt()) {
@@ -53,8 +60,8 @@ void SnapshotTree::readSegment(const Value& sv, const TreePath& path, std::vecto
             seg.poolId = ids[1].asInt();
         }
     }
-    seg.stack = fields_.stackOf(fields_.field(s, k_.frames), path.key(k_.frames));
-    const Value* bl = fields_.field(s, k_.blocks);
+    seg.stack = fields_.stackOf(f[Frames], path.key(k_.frames));
+    const Value* bl = f[Blocks];
     if (!bl) fields_.fail(path, "missing key 'blocks' (expected a list of block dicts)");
     const TreePath bpath = path.key(k_.blocks);
     auto items = fields_.listItems(*bl, bpath, "block dicts");
