@@ -387,7 +387,12 @@ AddressMap<int64_t> lastAllocs(const TraceColumns& t) {
 
 } // namespace
 
-StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval) : d_(std::make_unique<Impl>()) {
+StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval)
+    : StateHistory(snapshot, device, interval, {}, nullptr) {}
+
+StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
+                           std::vector<DeviceState>* captured)
+    : d_(std::make_unique<Impl>()) {
     d_->device = device;
     d_->data = snapshot.device(device);
     if (!d_->data) {
@@ -476,13 +481,16 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     }
     d_->interval = interval;
 
-    // rewind once from the end, saving the state at every interval
+    // rewind once from the end, saving the state at every interval (and materialising those
+    // asked for)
     std::vector<StateCheckpoint> cps;
     cps.push_back(d_->save(w, n - 1));
+    auto wanted = capture.begin();
     for (int64_t i = n - 1; i >= 0; --i) {
         d_->undo(w, i);
         int64_t at = i - 1;  // state right after entry i-1
         if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) cps.push_back(d_->save(w, at));
+        for (; wanted != capture.end() && *wanted == at; ++wanted) captured->push_back(d_->materialize(w, at));
     }
     std::reverse(cps.begin(), cps.end());
     d_->checkpoints = std::move(cps);
@@ -520,6 +528,33 @@ DeviceState initialDeviceState(const Snapshot& snapshot, int device) {
     // the snapshot's own
     const size_t rows = d ? d->trace.rows() : 0;
     return StateHistory(snapshot, device, rows + 1).stateAfter(-1);
+}
+
+std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries) {
+    const DeviceData* d = snapshot.device(device);
+    const auto n = static_cast<int64_t>(d ? d->trace.rows() : 0);
+    auto clamped = [n](int64_t at) { return std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1); };
+    // the rewind's stops: every entry asked for but the last (the snapshot's own state), latest first
+    std::vector<int64_t> stops;
+    for (int64_t at : entries)
+        if (clamped(at) != n - 1) stops.push_back(clamped(at));
+    std::sort(stops.begin(), stops.end(), std::greater<>());
+    stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+    std::vector<DeviceState> captured;
+    // checkpoints every n + 1 entries: only the two ends
+    const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &captured);
+    std::vector<DeviceState> out;
+    out.reserve(entries.size());
+    for (int64_t at : entries) {
+        const int64_t c = clamped(at);
+        if (c == n - 1) {
+            out.push_back(h.d_->finalState(c));
+        } else {
+            const auto k = static_cast<size_t>(std::find(stops.begin(), stops.end(), c) - stops.begin());
+            out.push_back(captured[k]);
+        }
+    }
+    return out;
 }
 
 DeviceState StateHistory::stateAfter(int64_t at) const {

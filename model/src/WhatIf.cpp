@@ -38,55 +38,60 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     const auto n = static_cast<int64_t>(t.rows());
 
     // ---- the recording ----
-    // Its state history is built on a second thread while this one computes the timeline and
-    // reads the trace's workload (which waits for the history's state before the first entry).
-    std::future<StateHistory> historyLater =
-        std::async(std::thread::hardware_concurrency() < 2 ? std::launch::deferred : std::launch::async,
-                   [&snapshot, device] { return StateHistory(snapshot, device); });
+    // Its figures need its state at four entries: before the first (for the workload), at the
+    // peak of reserved bytes, at the peak of live bytes, at the first oom. They are taken on a
+    // second thread in one rewind of the trace (no state history: its checkpoints and queries
+    // cost more than the rewind itself), while this one reads the trace's workload (which waits
+    // for the state before the first entry).
     DeviceTimeline tl = computeTimeline(*dd);
-    std::optional<StateHistory> held;
-    Workload w = buildWorkload(snapshot, device, settingsIn, [&] {
-        held.emplace(historyLater.get());
-        return held->stateAfter(-1);
-    });
-    if (!held) held.emplace(historyLater.get());  // no such device: no workload asked for it
     Outcome& rec = res.recording;
-    {
-        const StateHistory& history = *held;
-        int64_t best = -1;
-        int64_t peak = tl.reservedBefore;
-        int64_t liveThere = tl.liveBefore;
-        // the peak of reserved bytes; among the entries at that peak, the one with the most live bytes
-        for (int64_t i = 0; i < n; ++i)
-            if (tl.reservedBytes[i] > peak || (tl.reservedBytes[i] == peak && tl.liveBytes[i] > liveThere)) {
-                peak = tl.reservedBytes[i];
-                liveThere = tl.liveBytes[i];
-                best = i;
-            }
-        rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, peak));
-        rec.peakReservedEntry = best;
-        DeviceState st = history.stateAfter(best);
-        rec.freeAtPeak = st.freeBytes;
-        rec.largestFreeAtPeak = st.largestFreeBlock;
-        rec.fragmentationAtPeak = st.fragmentation();
-        rec.peakLive = static_cast<uint64_t>(std::max<int64_t>(0, std::max(tl.peakLive, tl.liveBefore)));
-        DeviceState atLive = history.stateAfter(n ? static_cast<int64_t>(tl.peakLiveIndex) : -1);
-        rec.peakAllocated = atLive.allocatedBytes;
-        for (int64_t i = 0; i < n; ++i) {
-            if (t.action[i] != Action::Oom) continue;
-            ++rec.ooms;
-            if (rec.firstOom) continue;
-            DeviceState o = history.stateAfter(i);
-            OomOutcome oo;
-            oo.entry = i;
-            oo.sizeAsked = t.size[i];
-            oo.largestFreeBlock = o.largestFreeBlock;
-            oo.totalFree = o.freeBytes;
-            oo.deviceFree = t.addr[i];
-            rec.firstOom = oo;
+    int64_t best = -1;
+    int64_t peak = tl.reservedBefore;
+    int64_t liveThere = tl.liveBefore;
+    // the peak of reserved bytes; among the entries at that peak, the one with the most live bytes
+    for (int64_t i = 0; i < n; ++i)
+        if (tl.reservedBytes[i] > peak || (tl.reservedBytes[i] == peak && tl.liveBytes[i] > liveThere)) {
+            peak = tl.reservedBytes[i];
+            liveThere = tl.liveBytes[i];
+            best = i;
         }
+    const int64_t peakLiveAt = n ? static_cast<int64_t>(tl.peakLiveIndex) : -1;
+    int64_t firstOom = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        if (t.action[i] != Action::Oom) continue;
+        ++rec.ooms;
+        if (firstOom < 0) firstOom = i;
     }
-    held.reset();  // the history is not needed beyond the recording's figures: not kept beside the simulation
+    enum { Before, AtPeak, AtPeakLive, AtOom };
+    std::future<std::vector<DeviceState>> statesLater =
+        std::async(std::thread::hardware_concurrency() < 2 ? std::launch::deferred : std::launch::async,
+                   [&snapshot, device, best, peakLiveAt, firstOom] {
+                       return deviceStatesAfter(snapshot, device, {-1, best, peakLiveAt, firstOom});
+                   });
+    std::vector<DeviceState> states;
+    Workload w = buildWorkload(snapshot, device, settingsIn, [&] {
+        states = statesLater.get();
+        return states[Before];
+    });
+    if (states.empty()) states = statesLater.get();  // no such device: no workload asked for it
+    rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, peak));
+    rec.peakReservedEntry = best;
+    rec.freeAtPeak = states[AtPeak].freeBytes;
+    rec.largestFreeAtPeak = states[AtPeak].largestFreeBlock;
+    rec.fragmentationAtPeak = states[AtPeak].fragmentation();
+    rec.peakLive = static_cast<uint64_t>(std::max<int64_t>(0, std::max(tl.peakLive, tl.liveBefore)));
+    rec.peakAllocated = states[AtPeakLive].allocatedBytes;
+    if (firstOom >= 0) {
+        const DeviceState& o = states[AtOom];
+        OomOutcome oo;
+        oo.entry = firstOom;
+        oo.sizeAsked = t.size[firstOom];
+        oo.largestFreeBlock = o.largestFreeBlock;
+        oo.totalFree = o.freeBytes;
+        oo.deviceFree = t.addr[firstOom];
+        rec.firstOom = oo;
+    }
+    states.clear();  // not kept beside the simulation
 
     // ---- the device ----
     // Without a given capacity the recording bounds it: an oom entry says how much was free

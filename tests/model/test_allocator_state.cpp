@@ -361,3 +361,32 @@ TEST(AllocatorState, InitialDeviceStateIsTheHistorysFirst) {
     if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
     EXPECT_TRUE(initialDeviceState(readSnapshotFile(realSnapshots().front().string()), 7).segments.empty());
 }
+
+// deviceStatesAfter (one rewind, the states asked for taken on the way: what-if's recording) gives
+// the history's states, in the order asked, for entries repeated, out of range, the first and the
+// last; the reserved bytes are the timeline's.
+TEST(AllocatorState, StatesTakenOnOneRewindAreTheHistorysStates) {
+    std::mt19937_64 rng(7);
+    const bool any = forEachRealDevice([&](const std::filesystem::path&, const Snapshot& snap, const DeviceData& d) {
+        const StateHistory history(snap, d.device);
+        const auto tl = computeTimeline(d);
+        const int64_t n = history.entries();
+        std::uniform_int_distribution<int64_t> pick(-1, std::max<int64_t>(n - 1, -1));
+        std::vector<int64_t> asked = {n - 1, -1, pick(rng), pick(rng), -5, n + 3};
+        asked.push_back(asked[2]);  // asked twice
+        const std::vector<DeviceState> states = deviceStatesAfter(snap, d.device, asked);
+        ASSERT_EQ(states.size(), asked.size());
+        for (size_t k = 0; k < asked.size(); ++k) {
+            const int64_t at = std::clamp<int64_t>(asked[k], -1, std::max<int64_t>(n - 1, -1));
+            SCOPED_TRACE("asked " + std::to_string(asked[k]));
+            const DeviceState expected = history.stateAfter(at);
+            EXPECT_EQ(states[k].at, at);
+            EXPECT_EQ(states[k].allocatedBytes, expected.allocatedBytes);
+            EXPECT_EQ(states[k].freeBytes, expected.freeBytes);
+            ASSERT_EQ(fullLayout(states[k]), fullLayout(expected));
+            EXPECT_EQ(static_cast<int64_t>(states[k].reservedBytes), at < 0 ? tl.reservedBefore : tl.reservedBytes[at]);
+        }
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    EXPECT_TRUE(deviceStatesAfter(readSnapshotFile(realSnapshots().front().string()), 7, {-1, 3}).at(1).segments.empty());
+}

@@ -61,6 +61,10 @@ DeviceState finalDeviceState(const Snapshot& snapshot, int device);
 // The state before the first trace entry: StateHistory::stateAfter(-1), for the cost of the
 // history's one rewind without the checkpoints it keeps on the way.
 DeviceState initialDeviceState(const Snapshot& snapshot, int device);
+// The states right after each of `entries` (as stateAfter: -1 before the first entry, clamped to
+// the trace), in the order given, from the history's one rewind without its checkpoints: for a
+// few states, where a history would rewind as much and then keep checkpoints for any entry.
+std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries);
 
 class StateHistory {
 public:
@@ -78,6 +82,11 @@ public:
     size_t memoryBytes() const;
 
 private:
+    friend std::vector<DeviceState> deviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&);
+    // The states after `capture` (sorted, descending, within the trace, none its last entry)
+    // materialised into `captured` on the rewind, in that order.
+    StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
+                 std::vector<DeviceState>* captured);
     struct Impl;
     std::unique_ptr<Impl> d_;
 };
