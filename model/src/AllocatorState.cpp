@@ -481,16 +481,20 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     }
     d_->interval = interval;
 
-    // rewind once from the end, saving the state at every interval (and materialising those
-    // asked for)
+    // rewind once from the end, saving the state at every interval; where states are captured
+    // instead (deviceStatesAfter), materialising those asked for and saving none: that history
+    // answers no query
     std::vector<StateCheckpoint> cps;
-    cps.push_back(d_->save(w, n - 1));
+    if (!captured) cps.push_back(d_->save(w, n - 1));
     auto wanted = capture.begin();
     for (int64_t i = n - 1; i >= 0; --i) {
         d_->undo(w, i);
         int64_t at = i - 1;  // state right after entry i-1
-        if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) cps.push_back(d_->save(w, at));
-        for (; wanted != capture.end() && *wanted == at; ++wanted) captured->push_back(d_->materialize(w, at));
+        if (captured) {
+            for (; wanted != capture.end() && *wanted == at; ++wanted) captured->push_back(d_->materialize(w, at));
+        } else if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) {
+            cps.push_back(d_->save(w, at));
+        }
     }
     std::reverse(cps.begin(), cps.end());
     d_->checkpoints = std::move(cps);

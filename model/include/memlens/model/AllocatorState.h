@@ -84,7 +84,8 @@ public:
 private:
     friend std::vector<DeviceState> deviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&);
     // The states after `capture` (sorted, descending, within the trace, none its last entry)
-    // materialised into `captured` on the rewind, in that order.
+    // materialised into `captured` on the rewind, in that order; such a history keeps no
+    // checkpoint (stateAfter answers only for the last entry).
     StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
                  std::vector<DeviceState>* captured);
     struct Impl;
