@@ -6,9 +6,9 @@
 // Goal: check takes at most 2x the load time on the 1,000,000-entry bench file, measured in the
 // same run. Ends with one machine-readable line:
 //   RESULT entries=... load_s=... doctor_s=... doctor_to_load=... findings=... iterations=...
+#include "BestLoad.h"
 #include "FileRepeatArgs.h"
 
-#include "memlens/model/ParseError.h"
 #include "memlens/model/SnapshotDoctor.h"
 #include "memlens/model/SnapshotReader.h"
 
@@ -30,20 +30,10 @@ int main(int argc, char** argv) {
     if (const int code = parseFileRepeat(argc, argv, args); code >= 0) return code;
     const std::string& path = args.path;
     const int repeat = args.repeat;
-    // the load, best of N like the doctor it is compared with
     Snapshot snap;
-    double loadS = 1e30;
-    for (int k = 0; k < repeat; ++k) {
-        snap = Snapshot();
-        const auto t0 = Clock::now();
-        try {
-            snap = readSnapshotFile(path);
-        } catch (const ParseError& e) {
-            std::fprintf(stderr, "%s\n", e.describe(path).c_str());
-            return 1;
-        }
-        loadS = std::min(loadS, secs(Clock::now() - t0));
-    }
+    BestLoad load;
+    if (!bestLoad(path, repeat, snap, load)) return 1;
+    const double loadS = load.wallS;
     const int device = doctorDevice(snap);
     const size_t entries = device >= 0 ? snap.device(device)->trace.rows() : 0;
     double best = 1e30;

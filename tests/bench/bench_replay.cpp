@@ -15,7 +15,8 @@
 // (model::whatIf: the recording's figures and states, the workload and the simulation),
 // best of N. The goal (issue 13): both at most 2x the load.
 // (CPU times too: on a machine shared with other work the wall clock says little.)
-#include "memlens/model/ParseError.h"
+#include "BestLoad.h"
+
 #include "memlens/model/RecordingComparison.h"
 #include "memlens/model/Replay.h"
 #include "memlens/model/WhatIf.h"
@@ -61,23 +62,10 @@ int main(int argc, char** argv) {
     }
     if (path.empty()) return usage(argv[0]);
 
-    // the load, best of N like what it is compared with (a single load on a busy host flattered
-    // the ratios)
     Snapshot snap;
-    double loadS = 1e30, loadCpuS = 1e30;
-    for (int k = 0; k < repeat; ++k) {
-        snap = Snapshot();
-        const auto t0 = Clock::now();
-        const double c0 = cpuNow();  // the reader's helper thread is not counted
-        try {
-            snap = readSnapshotFile(path);
-        } catch (const ParseError& e) {
-            std::fprintf(stderr, "%s\n", e.describe(path).c_str());
-            return 1;
-        }
-        loadS = std::min(loadS, secs(Clock::now() - t0));
-        loadCpuS = std::min(loadCpuS, cpuNow() - c0);
-    }
+    BestLoad load;
+    if (!bestLoad(path, repeat, snap, load)) return 1;
+    const double loadS = load.wallS, loadCpuS = load.cpuS;
     const DeviceData* dd = snap.device(device);
     if (!dd) {
         std::fprintf(stderr, "%s: no device %d in this snapshot\n", path.c_str(), device);
