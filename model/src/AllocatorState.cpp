@@ -527,11 +527,7 @@ DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
 }
 
 DeviceState initialDeviceState(const Snapshot& snapshot, int device) {
-    const DeviceData* d = snapshot.device(device);
-    // checkpoints every rows + 1 entries: only the two ends, the state before the first entry and
-    // the snapshot's own
-    const size_t rows = d ? d->trace.rows() : 0;
-    return StateHistory(snapshot, device, rows + 1).stateAfter(-1);
+    return std::move(deviceStatesAfter(snapshot, device, {-1}).front());
 }
 
 std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries) {
@@ -545,7 +541,7 @@ std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device,
     std::sort(stops.begin(), stops.end(), std::greater<>());
     stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
     std::vector<DeviceState> captured;
-    // checkpoints every n + 1 entries: only the two ends
+    // the interval is not used: a capturing history keeps no checkpoint
     const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &captured);
     std::vector<DeviceState> out;
     out.reserve(entries.size());

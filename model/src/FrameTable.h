@@ -19,13 +19,13 @@ class FrameTable {
 public:
     FrameTable(Snapshot& snap, const SnapshotKeys& keys) : snap_(snap), k_(keys) {}
 
+    // A key a frame dict may start with.
+    bool frameKey(StringId key) const { return key == k_.name || key == k_.filename || key == k_.line; }
     // The frame of a frame dict's keys and values ({filename, name, line} and the optional fx_node_op,
     // fx_node_name, fx_node_target, fx_original_trace; other keys ignored);
     // nullopt when they are not one. A dict of more than 4 keys whose first is not one of a
     // frame's own (torch writes name, filename, line first) is refused here, inline: every trace
     // entry dict of 3 to 8 keys is asked, and is no frame.
-    // A key a frame dict may start with.
-    bool frameKey(StringId key) const { return key == k_.name || key == k_.filename || key == k_.line; }
     std::optional<FrameId> frame(const Value* items, size_t n) {
         if (n > 8 && (items[0].tag != Tag::Str || !frameKey(items[0].ref))) return std::nullopt;
         return readFrame(items, n);

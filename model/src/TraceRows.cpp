@@ -47,7 +47,7 @@ void TraceRows::parse(const Value* items, size_t n, Parsed& out) {
         const Value& kv = items[i];
         const Value& v = items[i + 1];
         if (kv.tag != Tag::Str) continue;  // foreign keys are ignored
-        EntryKey which = kv.ref < entryKeys_.size() ? entryKeys_[kv.ref] : EntryKey::Other;
+        const EntryKey which = keyOf(kv);
         switch (which) {
         case EntryKey::Action:
             if (v.tag != Tag::Str) {
@@ -132,7 +132,7 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
     uint32_t seen = 0;
     for (size_t i = 0; i + 1 < n; i += 2) {
         if (items[i].tag != Tag::Str) continue;
-        const auto which = static_cast<uint32_t>(items[i].ref < entryKeys_.size() ? entryKeys_[items[i].ref] : EntryKey::Other);
+        const auto which = static_cast<uint32_t>(keyOf(items[i]));
         if (seen & (uint32_t(1) << which)) return -1;
         seen |= uint32_t(1) << which;
     }
@@ -142,8 +142,7 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
         if (i % 2 == 0 || i >= n) return -1;  // a key: not a field's value
         const Value& key = items[i - 1];
         const Value& v = items[i];
-        EntryKey which = key.tag != Tag::Str ? EntryKey::Other
-                         : key.ref < entryKeys_.size() ? entryKeys_[key.ref] : EntryKey::Other;
+        EntryKey which = keyOf(key);
         // a number where the reader ignores one (a foreign key, compile_context, user_metadata)
         if (which == EntryKey::Other || which == EntryKey::CompileContext || which == EntryKey::UserMetadata)
             which = EntryKey::Other;
@@ -161,27 +160,21 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
 [[gnu::flatten]] bool TraceRows::fromPlan(int32_t plan, const Value* values, uint32_t& row) {
     const Plan& p = plans_[static_cast<size_t>(plan)];
     Row r = p.row;
+    // each value checked as parse() checks it (entryInt: a negative number only for time_us); a
+    // hole is never None, so entryInt's false is a refusal
+    const char* bad = nullptr;
+    uint64_t ignored, time;
     for (size_t h = 0; h < p.holes; ++h) {
         const Value& v = values[h];
-        // what entryInt refuses: a negative number but for time_us
-        const bool negative = v.tag == Tag::Int && v.asInt() < 0;
         switch (p.field[h]) {
-        case EntryKey::Addr:
-            if (negative) return false;
-            r.addr = v.bits;
+        case EntryKey::Addr: if (!entryInt(v, false, r.addr, bad)) return false; break;
+        case EntryKey::Size: if (!entryInt(v, false, r.size, bad)) return false; break;
+        case EntryKey::Stream: if (!entryInt(v, false, r.stream, bad)) return false; break;
+        case EntryKey::DeviceFree: if (!entryInt(v, false, ignored, bad)) return false; break;
+        case EntryKey::TimeUs:
+            if (!entryInt(v, true, time, bad)) return false;
+            r.timeUs = static_cast<int64_t>(time);
             break;
-        case EntryKey::Size:
-            if (negative) return false;
-            r.size = v.bits;
-            break;
-        case EntryKey::Stream:
-            if (negative) return false;
-            r.stream = v.bits;
-            break;
-        case EntryKey::DeviceFree:
-            if (negative) return false;
-            break;
-        case EntryKey::TimeUs: r.timeUs = static_cast<int64_t>(v.bits); break;
         case EntryKey::Frames:
             if (v.tag != Tag::Stack) return false;
             r.stack = v.ref;

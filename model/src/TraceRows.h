@@ -69,6 +69,10 @@ private:
     // fromItems and fromDict: with path == nullptr returns nullopt on any mismatch, otherwise throws.
     [[gnu::always_inline]] inline std::optional<uint32_t> read(const Value* items, size_t n, const std::string* path);
     static inline bool entryInt(const Value& v, bool negativeOk, uint64_t& out, const char*& bad);
+    // The field a str key names (Other for a key this reader does not read, or one not a str).
+    EntryKey keyOf(const Value& key) const {
+        return key.tag == Tag::Str && key.ref < entryKeys_.size() ? entryKeys_[key.ref] : EntryKey::Other;
+    }
     inline Action actionOf(StringId name);
     [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
     // A plan's row, and the field each hole's value goes to (Other: a number the reader ignores).

@@ -11,6 +11,14 @@
 #include <ctime>
 #include <string>
 
+// CPU time of the calling thread, in seconds: on a machine shared with other work the wall clock
+// says little.
+inline double threadCpuSeconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 struct BestLoad {
     double wallS = 1e30;  // the least wall time of the loads
     double cpuS = 1e30;   // the least CPU time of the calling thread (the reader's helpers not counted)
@@ -19,15 +27,10 @@ struct BestLoad {
 // Reads path `repeat` times into snap (the last read kept); false, the one-line error printed,
 // where the file is refused.
 inline bool bestLoad(const std::string& path, int repeat, memlens::model::Snapshot& snap, BestLoad& out) {
-    auto cpuNow = [] {
-        timespec ts{};
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-    };
     for (int k = 0; k < std::max(repeat, 1); ++k) {
         snap = memlens::model::Snapshot();
         const auto t0 = std::chrono::steady_clock::now();
-        const double c0 = cpuNow();
+        const double c0 = threadCpuSeconds();
         try {
             snap = memlens::model::readSnapshotFile(path);
         } catch (const memlens::model::ParseError& e) {
@@ -35,7 +38,7 @@ inline bool bestLoad(const std::string& path, int repeat, memlens::model::Snapsh
             return false;
         }
         out.wallS = std::min(out.wallS, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        out.cpuS = std::min(out.cpuS, cpuNow() - c0);
+        out.cpuS = std::min(out.cpuS, threadCpuSeconds() - c0);
     }
     return true;
 }

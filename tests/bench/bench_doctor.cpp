@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
         r = diagnoseSnapshot(snap);
         best = std::min(best, secs(Clock::now() - d0));
     }
-    std::printf("%s: loaded in %.3f s (best of the N loads); device %d: %zu trace entries, %zu iterations (%s)\n", path.c_str(), loadS, device, entries,
-                r.iterations.iterations.size(), iterationSourceName(r.iterations.source));
+    std::printf("%s: loaded in %.3f s (best of the N loads); device %d: %zu trace entries, %zu iterations (%s)\n",
+                path.c_str(), loadS, device, entries, r.iterations.iterations.size(),
+                iterationSourceName(r.iterations.source));
     std::printf("doctor: best %.4f s of %d: %.3f x the load time (goal <= 2); %zu findings\n", best, repeat, best / loadS,
                 r.findings.size());
     for (const Finding& f : r.findings) std::printf("  %s [%s] %s\n", severityName(f.severity), f.rule.c_str(), f.title.c_str());

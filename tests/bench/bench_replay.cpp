@@ -1,7 +1,7 @@
 // memlens-bench-replay FILE [--device D] [--repeat N]
 //
-// Loads FILE N times (the best time kept), builds the replay input of one device (default 0: the rewound state and the
-// workload, timed), then replays it through the allocator simulator with the snapshot's settings
+// Loads FILE N times (the best time kept), builds the replay input of one device (default 0: the
+// rewound state and the workload, timed), then replays it through the allocator simulator with the snapshot's settings
 // N times (default 3; the best time is kept), comparing each event with the recording as it comes
 // (RecordingComparison, as `memlens-cli replay` does: no event is kept). Reports
 // trace entries per second of the replay (goal: >= 5,000,000 on the 1,000,000-entry bench file)
@@ -35,12 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 double secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-// CPU time of this thread: on a machine shared with other builds the wall clock says little
-double cpuNow() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 int usage(const char* argv0) {
     std::fprintf(stderr, "usage: %s FILE [--device D] [--repeat N]\n", argv0);
     return 2;
@@ -86,13 +80,13 @@ int main(int argc, char** argv) {
     opt.series = false;
     for (int k = 0; k < repeat; ++k) {
         auto r0 = Clock::now();
-        const double rc0 = cpuNow();
+        const double rc0 = threadCpuSeconds();
         RecordingComparison comparison(*dd);
         opt.sink = &comparison;
         r = replay(w, settings, opt);
         f = comparison.finish(r.atRecordedAddress);
         best = std::min(best, secs(Clock::now() - r0));
-        bestCpu = std::min(bestCpu, cpuNow() - rc0);
+        bestCpu = std::min(bestCpu, threadCpuSeconds() - rc0);
     }
     const double n = static_cast<double>(dd->trace.rows());
     const double perS = best > 0 ? n / best : 0;
