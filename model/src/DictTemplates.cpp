@@ -15,6 +15,20 @@ size_t operandBytes(const uint8_t* op, size_t& skip) {
     }
 }
 
+DictTemplates::Operand operandOf(const uint8_t* op, uint16_t at) {
+    using Operand = DictTemplates::Operand;
+    size_t skip;
+    const size_t len = operandBytes(op, skip);
+    const auto shift = static_cast<uint8_t>(64 - 8 * len);
+    const auto first = static_cast<uint16_t>(at + skip);
+    switch (*op) {
+    case 'K': case 'M': return {first, shift, Operand::Unsigned};
+    case 'h': return {first, shift, Operand::Get1};
+    case 'j': return {first, shift, Operand::Get4};
+    default: return {first, shift, Operand::Signed};  // BININT, LONG1 of 1 to 8 bytes
+    }
+}
+
 uint64_t mix(uint64_t h, uint64_t w) {
     h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h * 0xff51afd7ed558ccdULL;
@@ -31,7 +45,7 @@ bool DictTemplates::sameShape(const Template& t, const std::vector<Block>& bytes
 }
 
 uint32_t DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items,
-                         size_t n, const Value* puts, size_t putCount, bool learnable) {
+                         size_t n, const Value* puts, const uint32_t* packedPuts, size_t putCount, bool learnable) {
     tried();
     if (!learnable || length > kMaxBytes) {  // no template to find or learn: nothing to hash
         follow(kNone);
@@ -59,23 +73,32 @@ uint32_t DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes,
     if (auto it = byShape_.find(hash); it != byShape_.end()) {
         if (sameShape(templates_[it->second], tmpBytes_, tmpMask_)) found = it->second;
     } else if (templates_.size() < kMaxTemplates &&
-               (blocks_.size() * 2 + blocks) * sizeof(Block) + (items_.size() + n) * sizeof(Value) <= kMaxStored) {
+               (blocks_.size() + blocks + 3) * 2 * sizeof(Block) + (items_.size() + n) * sizeof(Value) <= kMaxStored) {
         Template t;
         t.block = static_cast<uint32_t>(blocks_.size());
         t.length = static_cast<uint16_t>(length);
         t.items = static_cast<uint8_t>(n);
         t.holes = static_cast<uint8_t>(holeCount);
         t.puts = static_cast<uint8_t>(putCount);
+        t.packed = packedPuts != nullptr;
         t.item0 = static_cast<uint32_t>(items_.size());
         t.hole0 = static_cast<uint32_t>(holes_.size());
         t.put0 = static_cast<uint32_t>(puts_.size());
         blocks_.insert(blocks_.end(), tmpBytes_.begin(), tmpBytes_.end());
         masks_.insert(masks_.end(), tmpMask_.begin(), tmpMask_.end());
+        // padded to whole groups of four blocks, masked out: match() compares groups
+        const size_t padded = (blocks + 3) / 4 * 4;
+        blocks_.resize(blocks_.size() + padded - blocks, Block{.w = {0, 0}});
+        masks_.resize(masks_.size() + padded - blocks, Block{.w = {0, 0}});
         items_.insert(items_.end(), items, items + n);
         holes_.insert(holes_.end(), holes, holes + holeCount);
+        for (size_t i = 0; i < holeCount; ++i) operands_.push_back(operandOf(p + holes[i].at, holes[i].at));
         puts_.insert(puts_.end(), puts, puts + putCount);
+        if (packedPuts) packedPuts_.insert(packedPuts_.end(), packedPuts, packedPuts + putCount);
+        else packedPuts_.resize(puts_.size());
         found = learnt = static_cast<uint32_t>(templates_.size());
         templates_.push_back(t);
+        count_ = static_cast<uint32_t>(templates_.size());
         byShape_.emplace(hash, found);
     }
     follow(found);
@@ -84,11 +107,14 @@ uint32_t DictTemplates::read(const uint8_t* p, size_t length, const Hole* holes,
 
 void DictTemplates::clear() {
     templates_.clear();
+    count_ = 0;
     blocks_.clear();
     masks_.clear();
     items_.clear();
     puts_.clear();
+    packedPuts_.clear();
     holes_.clear();
+    operands_.clear();
     byShape_.clear();
     recent_ = ~uint64_t(0);
     last_ = kNone;

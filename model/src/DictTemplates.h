@@ -44,6 +44,16 @@ public:
         uint8_t item;
         uint8_t op;  // 'K', 'M', 'J', LONG1 (0x8a; its length byte follows the opcode), 'h' or 'j'
     };
+    // A hole as read by a plan: the 8 bytes at `at` (its operand's first byte; the template's
+    // length and 8 bytes past it are buffered) shifted left then right by `shift`, logically for
+    // BININT1 and BININT2 (Unsigned), arithmetically for BININT and LONG1 (Signed), or a memo
+    // index of one byte (BINGET: Get1) or four (LONG_BINGET: Get4).
+    struct Operand {
+        enum Kind : uint8_t { Unsigned, Signed, Get1, Get4 };
+        uint16_t at;
+        uint8_t shift;
+        Kind kind;
+    };
 
     // Whether the next dict is to be offered to the templates at all (replayed, or read and
     // learnt). Where few dicts were replayed lately (a trace that does not repeat in order),
@@ -63,28 +73,33 @@ public:
             // the table is not emptied with the templates (clear()): a number from before may
             // name a template learnt since, which match() then compares as any other
             const uint32_t t = byContext_[2 * (contextHash() & kContextMask) + way];
-            return t < templates_.size() ? t : kNone;
+            return t < count_ ? t : kNone;
         }
         return last_ == kNone ? kNone : templates_[last_].next[way - 2];
     }
 
     // The length of template t when the bytes at p (avail of them buffered) are its bytes, its
-    // numbers aside; 0 otherwise. Reads up to 16 bytes past the dict and 8 past a number's
-    // opcode, so asks for them to be buffered.
+    // numbers aside; 0 otherwise. Compares 64 bytes at a time (a template's blocks are padded to
+    // a multiple of four with blocks masked out), so reads up to 64 bytes past the dict, and 8
+    // past a number's opcode: asks for them to be buffered.
     size_t match(uint32_t t, const uint8_t* p, size_t avail) const {
         const Template& tp = templates_[t];
-        const size_t blocks = (tp.length + 15) / 16;
-        if (avail < blocks * 16 + 8) return 0;
+        const size_t groups = (tp.length + kGroupBytes - 1) / kGroupBytes;
+        if (avail < groups * kGroupBytes + 8) return 0;
         const Block* bytes = blocks_.data() + tp.block;
         const Block* mask = masks_.data() + tp.block;
-        Vec diff = {0, 0};
-        for (size_t i = 0; i < blocks; ++i) {
-            Vec w;
-            std::memcpy(&w, p + 16 * i, 16);
-            diff |= (w ^ bytes[i].v) & mask[i].v;
-            if ((i & 3) == 3 && (diff[0] | diff[1]) != 0) return 0;  // another dict: said early
+        for (size_t g = 0; g < groups; ++g, p += kGroupBytes, bytes += 4, mask += 4) {
+            // four loads of their own: one copy of 64 bytes into an array went through the stack
+            Vec w0, w1, w2, w3;
+            std::memcpy(&w0, p, 16);
+            std::memcpy(&w1, p + 16, 16);
+            std::memcpy(&w2, p + 32, 16);
+            std::memcpy(&w3, p + 48, 16);
+            const Vec diff = ((w0 ^ bytes[0].v) & mask[0].v) | ((w1 ^ bytes[1].v) & mask[1].v) |
+                             ((w2 ^ bytes[2].v) & mask[2].v) | ((w3 ^ bytes[3].v) & mask[3].v);
+            if ((diff[0] | diff[1]) != 0) return 0;  // another dict: said early
         }
-        return (diff[0] | diff[1]) == 0 ? tp.length : 0;
+        return tp.length;
     }
 
     // Template t's items (n of them; the holes hold the numbers of the last dict it stood for,
@@ -94,11 +109,17 @@ public:
     Value* items(uint32_t t) { return items_.data() + templates_[t].item0; }
     size_t holeCount(uint32_t t) const { return templates_[t].holes; }
     const Hole* holes(uint32_t t) const { return holes_.data() + templates_[t].hole0; }
+    const Operand* operands(uint32_t t) const { return operands_.data() + templates_[t].hole0; }
     size_t putCount(uint32_t t) const { return templates_[t].puts; }
     // The hooks' plan for template t's dicts (PickleHooks::planDict), or -1.
     int32_t plan(uint32_t t) const { return templates_[t].plan; }
     void setPlan(uint32_t t, int32_t plan) { templates_[t].plan = plan; }
     const Value* puts(uint32_t t) const { return puts_.data() + templates_[t].put0; }
+    // The same values as the machine packs them in its memo, where it gave them (read()), or null.
+    const uint32_t* packedPuts(uint32_t t) const {
+        const Template& tp = templates_[t];
+        return tp.packed ? packedPuts_.data() + tp.put0 : nullptr;
+    }
 
     // Template t stood for the dict just read.
     void replayed(uint32_t t) {
@@ -107,25 +128,28 @@ public:
         tried();
     }
     // The dict of `length` bytes at p was read item by item into items (n), with these holes
-    // and the values of its MEMOIZE opcodes after the dict's own (puts); learnable when the
+    // and the values of its MEMOIZE opcodes after the dict's own (puts; packedPuts: the same
+    // packed as the memo keeps them, or null where one is not kept so); learnable when the
     // machine may replay it (no FRAME inside, the hooks made it a row). Finds or learns its
     // template and makes it the successor of the last one. Returns the template when it is new
     // (learnt from this dict), kNone otherwise.
     uint32_t read(const uint8_t* p, size_t length, const Hole* holes, size_t holeCount, const Value* items, size_t n,
-              const Value* puts, size_t putCount, bool learnable);
+              const Value* puts, const uint32_t* packedPuts, size_t putCount, bool learnable);
     void clear();
     size_t size() const { return templates_.size(); }
 
 private:
     using Vec = uint64_t __attribute__((vector_size(16)));  // one SSE2 register
+    static constexpr size_t kGroupBytes = 64;  // compared at once: four blocks
     union Block {
         Vec v;
         uint64_t w[2];
     };
     struct Template {
-        uint32_t block;  // first of its blocks in blocks_ and masks_
+        uint32_t block;  // first of its blocks in blocks_ and masks_ (a multiple of four of them)
         uint16_t length;
         uint8_t items, holes, puts;
+        bool packed;  // packedPuts_ holds its puts
         uint32_t item0, hole0, put0;
         int32_t plan = -1;
         uint32_t next[2] = {kNone, kNone};  // the templates that followed this one last, the latest first
@@ -173,9 +197,12 @@ private:
     bool sameShape(const Template& t, const std::vector<Block>& bytes, const std::vector<Block>& mask) const;
 
     std::vector<Template> templates_;
+    uint32_t count_ = 0;  // templates_.size(), without a division by sizeof(Template) for each dict
     std::vector<Block> blocks_, masks_;  // bytes & mask, and the mask, 16 bytes a block
     std::vector<Value> items_, puts_;
+    std::vector<uint32_t> packedPuts_;  // beside puts_
     std::vector<Hole> holes_;
+    std::vector<Operand> operands_;  // the holes again, as a plan reads them
     std::unordered_map<uint64_t, uint32_t> byShape_;  // hash of the masked bytes -> template
     std::vector<Block> tmpBytes_, tmpMask_;
     uint32_t last_ = kNone;

@@ -25,28 +25,30 @@ void MemoSlots::reserve(size_t slots) {
 }
 
 uint32_t MemoSlots::store(const uint32_t* slots) {
-    // the tags present, then the range of values of each (a group a tag, at most kBases)
+    // the tags present and each one's lowest and highest slot, in one pass over a table a tag
+    constexpr size_t kTags = size_t(1) << (32 - kTagShift);
+    uint32_t low[kTags], high[kTags];
+    std::fill(low, low + kTags, ~uint32_t(0));
+    std::fill(high, high + kTags, uint32_t(0));
     uint32_t seen = 0;
-    for (size_t j = 0; j < kBlock; ++j) seen |= uint32_t(1) << (slots[j] >> kTagShift);
+    for (size_t j = 0; j < kBlock; ++j) {
+        const uint32_t s = slots[j], t = s >> kTagShift;
+        seen |= uint32_t(1) << t;
+        low[t] = std::min(low[t], s);
+        high[t] = std::max(high[t], s);
+    }
+    // a group a tag, at most kBases: a code is its group's number, then the slot less the base
     const int groups = std::popcount(seen);
     uint32_t bases[kBases];
     Format format = Raw;
-    uint8_t groupOf[32];
     if (groups <= static_cast<int>(kBases)) {
-        uint32_t highs[kBases] = {};
-        int g = 0;
-        for (uint32_t m = seen; m; m &= m - 1) {
-            groupOf[std::countr_zero(m)] = static_cast<uint8_t>(g);
-            bases[g++] = ~uint32_t(0);
-        }
-        for (size_t j = 0; j < kBlock; ++j) {
-            const uint32_t s = slots[j];
-            const uint8_t k = groupOf[s >> kTagShift];
-            bases[k] = std::min(bases[k], s);
-            highs[k] = std::max(highs[k], s);
-        }
         uint32_t span = 0;
-        for (int k = 0; k < groups; ++k) span = std::max(span, highs[k] - bases[k]);
+        int g = 0;
+        for (uint32_t m = seen; m; m &= m - 1, ++g) {
+            const int t = std::countr_zero(m);
+            bases[g] = low[t];
+            span = std::max(span, high[t] - low[t]);
+        }
         format = span < 64 ? Codes8 : span < 16384 ? Codes16 : Raw;
         for (size_t k = static_cast<size_t>(groups); k < kBases; ++k) bases[k] = bases[0];  // unused: as group 0
     }
@@ -58,18 +60,18 @@ uint32_t MemoSlots::store(const uint32_t* slots) {
         std::memcpy(w, slots, kBlock * sizeof(uint32_t));
     } else {
         std::memcpy(w, bases, sizeof bases);
+        // per tag, what turns a slot into its code: group << bits, less the base (the code,
+        // below 2^8 or 2^16, is then the low bits of the sum)
+        const unsigned bits = format == Codes8 ? 6 : 14;
+        uint32_t add[kTags];
+        int g = 0;
+        for (uint32_t m = seen; m; m &= m - 1, ++g) add[std::countr_zero(m)] = (uint32_t(g) << bits) - bases[g];
         if (format == Codes8) {
             auto* codes = reinterpret_cast<uint8_t*>(w + kBases);
-            for (size_t j = 0; j < kBlock; ++j) {
-                const uint8_t k = groupOf[slots[j] >> kTagShift];
-                codes[j] = static_cast<uint8_t>(k << 6 | (slots[j] - bases[k]));
-            }
+            for (size_t j = 0; j < kBlock; ++j) codes[j] = static_cast<uint8_t>(slots[j] + add[slots[j] >> kTagShift]);
         } else {
             auto* codes = reinterpret_cast<uint16_t*>(w + kBases);
-            for (size_t j = 0; j < kBlock; ++j) {
-                const uint8_t k = groupOf[slots[j] >> kTagShift];
-                codes[j] = static_cast<uint16_t>(k << 14 | (slots[j] - bases[k]));
-            }
+            for (size_t j = 0; j < kBlock; ++j) codes[j] = static_cast<uint16_t>(slots[j] + add[slots[j] >> kTagShift]);
         }
     }
     return static_cast<uint32_t>(at << 2) | format;

@@ -569,9 +569,17 @@ setitems:
         for (size_t i = 0; i < putCount; ++i) memoPut(memo_.size(), puts[i]);
         push(out);
         if (templated) {
-            const uint32_t learnt = templates_->read(p, pos, holes, holeCount, items, n, puts + 1, putCount - 1,
-                                                     !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
-            if (learnt != DictTemplates::kNone) {
+            // the puts as memoAppend packs them, where it packs each as it is
+            uint32_t packed[kWholeDictItems];
+            bool packable = true;
+            for (size_t i = 1; i < putCount && packable; ++i) {
+                packable = packsAsIs(puts[i]);
+                packed[i - 1] = PackedMemo::pack(puts[i].tag, puts[i].ref);
+            }
+            const uint32_t learnt =
+                templates_->read(p, pos, holes, holeCount, items, n, puts + 1, packable ? packed : nullptr, putCount - 1,
+                                 !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
+            if (learnt != DictTemplates::kNone && holeCount <= PickleHooks::kMaxPlannedHoles) {
                 uint8_t holeItems[kWholeDictItems];
                 for (size_t i = 0; i < holeCount; ++i) holeItems[i] = holes[i].item;
                 templates_->setPlan(learnt, hooks_->planDict(items, n, holeItems, holeCount));
@@ -590,16 +598,40 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
         if (t != DictTemplates::kNone) length = templates_->match(t, p, avail);
     }
     if (!length) return 0;
-    // the values at the holes: into the template's own items, or apart where the hooks have a
-    // plan for them
-    const int32_t plan = templates_->plan(t);
+    const size_t h = templates_->holeCount(t);
+    // where the hooks have a plan for the template's dicts: the numbers at the holes, and the
+    // stacks of its memo gets, straight from the bytes; the numbers may be what the hooks refuse
+    // (a negative size): the dict is then read as before
+    if (const int32_t plan = templates_->plan(t); plan >= 0) {
+        int64_t values[PickleHooks::kMaxPlannedHoles];  // planDict was asked for no more
+        const DictTemplates::Operand* operands = templates_->operands(t);
+        for (size_t i = 0; i < h; ++i) {
+            const DictTemplates::Operand o = operands[i];
+            uint64_t w;
+            std::memcpy(&w, p + o.at, 8);  // match() made sure of 8 bytes past the template
+            w <<= o.shift;
+            if (o.kind == DictTemplates::Operand::Unsigned) {
+                values[i] = static_cast<int64_t>(w >> o.shift);
+            } else if (o.kind == DictTemplates::Operand::Signed) {
+                values[i] = static_cast<int64_t>(w) >> o.shift;
+            } else {  // BINGET, LONG_BINGET of a frames list: what wholeDict takes
+                const uint64_t idx = w >> o.shift;
+                Value v;
+                if (idx >= memo_.size() || !slotAsIs(idx, v) || v.tag != Tag::Stack) return 0;
+                values[i] = v.ref;
+            }
+        }
+        const Value out = hooks_->absorbPlanned(plan, values);  // in registers, never in memory
+        if (out.tag == Tag::Unset) return 0;
+        return replayed(t, out, length);
+    }
+    // the values at the holes, into the template's own items
     Value* items = templates_->items(t);
-    Value* planned = wholeItems_.get();  // wholeDict's, filled afresh if the replay fails
     const size_t n = templates_->itemCount(t);
     const DictTemplates::Hole* holes = templates_->holes(t);
-    for (size_t i = 0, h = templates_->holeCount(t); i < h; ++i) {
+    for (size_t i = 0; i < h; ++i) {
         const uint8_t* q = p + holes[i].at + 1;  // match() made sure of 8 bytes past the opcode
-        Value& v = plan >= 0 ? planned[i] : items[holes[i].item];
+        Value& v = items[holes[i].item];
         switch (holes[i].op) {
         case 'K': v.assign(intAt<'K'>(q)); break;
         case 'M': v.assign(intAt<'M'>(q)); break;
@@ -612,21 +644,23 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
         }
         }
     }
-    // the numbers may be what the hooks refuse (a negative size): the dict is then read as before
-    if (plan >= 0) {
-        const Value out = hooks_->absorbPlanned(plan, planned);  // in registers, never in memory
-        if (out.tag == Tag::Unset) return 0;
-        return replayed(t, out, length);
-    }
     Value out;
     if (!hooks_->absorbDict(doc_, items, n, out)) return 0;
     return replayed(t, Value{out.bits, out.ref, out.tag}, length);  // field by field (Value::assign)
 }
 
 size_t PickleMachine::replayed(uint32_t t, Value out, size_t length) {
-    memoAppend(out);
-    const Value* puts = templates_->puts(t);
-    for (size_t i = 0, m = templates_->putCount(t); i < m; ++i) memoAppend(puts[i]);
+    const size_t m = templates_->putCount(t);
+    if (const uint32_t* packed = templates_->packedPuts(t); packed && packsAsIs(out) && wideRefs_.empty()) [[likely]] {
+        // what memoAppend does, the puts packed when the template was learnt
+        memo_.push_back(PackedMemo::pack(out.tag, out.ref));
+        for (size_t i = 0; i < m; ++i) memo_.push_back(packed[i]);
+        memoPushed();
+    } else {
+        memoAppend(out);
+        const Value* puts = templates_->puts(t);
+        for (size_t i = 0; i < m; ++i) memoAppend(puts[i]);
+    }
     push(out);
     templates_->replayed(t);
     ++wholeDictsRead_;

@@ -136,7 +136,7 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
         if (seen & (uint32_t(1) << which)) return -1;
         seen |= uint32_t(1) << which;
     }
-    Plan plan{e.row, {}, static_cast<uint8_t>(holes)};
+    Plan plan{e.row, {}, static_cast<uint8_t>(holes), 0};
     for (size_t h = 0; h < holes; ++h) {
         const size_t i = holeItems[h];
         if (i % 2 == 0 || i >= n) return -1;  // a key: not a field's value
@@ -152,36 +152,36 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
         if (number ? !(numberField || which == EntryKey::Other) : !(v.tag == Tag::Stack && which == EntryKey::Frames))
             return -1;
         plan.field[h] = which;
+        // parse()'s entryInt: a negative number only for time_us
+        if (number && which != EntryKey::Other && which != EntryKey::TimeUs) plan.nonNegative |= uint16_t(1u << h);
     }
     plans_.push_back(plan);
     return static_cast<int32_t>(plans_.size() - 1);
 }
 
-[[gnu::flatten]] bool TraceRows::fromPlan(int32_t plan, const Value* values, uint32_t& row) {
+[[gnu::flatten]] bool TraceRows::fromPlan(int32_t plan, const int64_t* values, uint32_t& row) {
     const Plan& p = plans_[static_cast<size_t>(plan)];
-    Row r = p.row;
-    // each value checked as parse() checks it (entryInt: a negative number only for time_us); a
-    // hole is never None, so entryInt's false is a refusal
-    const char* bad = nullptr;
-    uint64_t ignored, time;
+    // each value into its field, by the field's number (no branch a hole): the fields the reader
+    // ignores (Other, device_free) and those no hole names keep what they were
+    uint64_t field[kEntryKeys];
+    field[static_cast<size_t>(EntryKey::Addr)] = p.row.addr;
+    field[static_cast<size_t>(EntryKey::Size)] = p.row.size;
+    field[static_cast<size_t>(EntryKey::Stream)] = p.row.stream;
+    field[static_cast<size_t>(EntryKey::TimeUs)] = static_cast<uint64_t>(p.row.timeUs);
+    field[static_cast<size_t>(EntryKey::Frames)] = p.row.stack;
+    uint64_t negative = 0;  // bit h: hole h is negative
     for (size_t h = 0; h < p.holes; ++h) {
-        const Value& v = values[h];
-        switch (p.field[h]) {
-        case EntryKey::Addr: if (!entryInt(v, false, r.addr, bad)) return false; break;
-        case EntryKey::Size: if (!entryInt(v, false, r.size, bad)) return false; break;
-        case EntryKey::Stream: if (!entryInt(v, false, r.stream, bad)) return false; break;
-        case EntryKey::DeviceFree: if (!entryInt(v, false, ignored, bad)) return false; break;
-        case EntryKey::TimeUs:
-            if (!entryInt(v, true, time, bad)) return false;
-            r.timeUs = static_cast<int64_t>(time);
-            break;
-        case EntryKey::Frames:
-            if (v.tag != Tag::Stack) return false;
-            r.stack = v.ref;
-            break;
-        default: break;
-        }
+        const auto v = static_cast<uint64_t>(values[h]);
+        field[static_cast<size_t>(p.field[h])] = v;
+        negative |= (v >> 63) << h;
     }
+    if (negative & p.nonNegative) return false;  // as parse() refuses it
+    Row r = p.row;
+    r.addr = field[static_cast<size_t>(EntryKey::Addr)];
+    r.size = field[static_cast<size_t>(EntryKey::Size)];
+    r.stream = field[static_cast<size_t>(EntryKey::Stream)];
+    r.timeUs = static_cast<int64_t>(field[static_cast<size_t>(EntryKey::TimeUs)]);
+    r.stack = static_cast<StackId>(field[static_cast<size_t>(EntryKey::Frames)]);
     row = appendRow(r);
     return true;
 }
@@ -214,13 +214,20 @@ Action TraceRows::actionOf(StringId name) {
     t.stack.push_back(r.stack);
     t.compileContext.push_back(r.compileContext);
     t.userMetadata.push_back(r.userMetadata);
+    const size_t row = t.rows() - 1;
+    if (row % kPrefaultEvery == 0) [[unlikely]]
+        prefaultColumns();
+    return static_cast<uint32_t>(row);
+}
+
+[[gnu::noinline]] void TraceRows::prefaultColumns() {
+    const auto& t = rows_;
     doc_.prefaultAhead(t.action, prefaulted_[0], kPrefaultRows);
     doc_.prefaultAhead(t.flags, prefaulted_[1], kPrefaultRows);
     doc_.prefaultAhead(t.addr.bytes(), prefaulted_[2], kPrefaultRows);
     doc_.prefaultAhead(t.size.bytes(), prefaulted_[3], kPrefaultRows);
     doc_.prefaultAhead(t.timeUs.bytes(), prefaulted_[4], kPrefaultRows);
     doc_.prefaultAhead(t.stack.bytes(), prefaulted_[5], kPrefaultRows);
-    return static_cast<uint32_t>(t.rows() - 1);
 }
 
 bool TraceRows::fromItems(const Value* items, size_t n, uint32_t& row) {

@@ -28,10 +28,10 @@ public:
     // made a row, has numbers (or a frames list) at holeItems that change from one dict to the next
     // and keeps the rest. A plan keeps its row and where each hole goes; -1 where the dict is not a
     // plain row whose holes are each the only value of a field. fromPlan makes the row of such a
-    // dict from its holes' values: the row read() would make; false where read() would refuse
-    // them (a negative size, a frames value not a list of frames), or read them another way.
+    // dict from its holes' values (PickleHooks::absorbPlanned's: numbers, and the frames list's
+    // stack): the row read() would make; false where read() would refuse them (a negative size).
     int32_t plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes);
-    bool fromPlan(int32_t plan, const Value* values, uint32_t& row);
+    bool fromPlan(int32_t plan, const int64_t* values, uint32_t& row);
     // The row of an entry dict left in the tree (at path); throws a ParseError naming the key when
     // it is not one.
     uint32_t fromDict(uint32_t node, const std::string& path);
@@ -45,6 +45,7 @@ private:
     enum class EntryKey : uint8_t {
         Other, Action, Addr, Size, Stream, DeviceFree, TimeUs, Frames, CompileContext, UserMetadata
     };
+    static constexpr size_t kEntryKeys = 10;
     struct Row {
         Action action;
         uint8_t flags;
@@ -83,12 +84,16 @@ private:
         Row row;
         std::array<EntryKey, kMaxPlanHoles> field;
         uint8_t holes;
+        uint16_t nonNegative;  // bit h: hole h must not be negative (parse()'s entryInt)
     };
     std::vector<Plan> plans_;
     // The fixed-width columns' pages are prefaulted kPrefaultRows rows ahead (PickleDocument::
-    // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack.
-    static constexpr size_t kPrefaultRows = 16384;
+    // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack; looked at every
+    // kPrefaultEvery rows (looked at every row, the six marks cost about 35 instructions a row,
+    // a seventh of a replayed row's).
+    static constexpr size_t kPrefaultRows = 16384, kPrefaultEvery = 64;
     std::array<size_t, 6> prefaulted_{};
+    void prefaultColumns();
 
     const PickleDocument& doc_;
     TraceColumns rows_;

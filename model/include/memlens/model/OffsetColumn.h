@@ -244,15 +244,25 @@ private:
         while (width < 4 && hi - lo > (int64_t(1) << (8 * width)) - 2) ++width;
         if (width == 4) return;  // stays as it is
         const int64_t move = lo - (int64_t(smallest(width)) + 1);
-        uint8_t* out = m_bytes.data() + b.start();
-        for (size_t k = 0; k < kBlock; ++k) {
-            const int32_t d = distance(k);  // read before the write below, which ends before it
-            const int32_t e = d == smallest(4) ? smallest(width) : static_cast<int32_t>(d - move);
-            std::memcpy(out + k * width, &e, width);  // little-endian: its low bytes
+        switch (width) {
+        case 1: packAt<1>(move); break;
+        case 2: packAt<2>(move); break;
+        default: packAt<3>(move); break;
         }
         b.base += static_cast<uint64_t>(move) << Shift;
         b.startAndWidth = static_cast<uint64_t>(b.start()) << 2 | (width - 1);
         m_bytes.resize(b.start() + kBlock * width + kPadding);
+    }
+    // The newest block's distances, less move, W bytes each (a width known to the compiler: a
+    // store or two a row, not a copy of a variable length).
+    template <unsigned W>
+    void packAt(int64_t move) {
+        uint8_t* out = m_bytes.data() + m_blocks.back().start();
+        for (size_t k = 0; k < kBlock; ++k) {
+            const int32_t d = distance(k);  // read before the write below, which ends before it
+            const int32_t e = d == smallest(4) ? smallest(W) : static_cast<int32_t>(d - move);
+            std::memcpy(out + k * W, &e, W);  // little-endian: its low bytes
+        }
     }
     // rows [from, end) of block b, whose width is W
     template <unsigned W, class F>

@@ -109,14 +109,18 @@ public:
     // Plans, for dicts read by a template (PickleLimits::dictTemplates). The dict just absorbed
     // (items, n) is the first of a template: the next dicts of its bytes have other values at the
     // items numbered holeItems (numbers, memo gets) and the rest as they are. The hooks may return
-    // a plan (0 or more) to absorb such a dict from those values alone, or -1.
+    // a plan (0 or more) to absorb such a dict from those values alone, or -1. Asked only where
+    // there are at most kMaxPlannedHoles holes, and where each memo get among them gave a stack.
+    static constexpr size_t kMaxPlannedHoles = 16;
     virtual int32_t planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) { return -1; }
-    // Absorbs a dict of that template by its plan: values are those at its holes, in order.
-    // Returns what absorbDict would store for the dict, or a value tagged Unset where the plan
-    // does not take them (the dict is then read item by item and offered to absorbDict). (The
-    // value is returned in registers: through memory, as absorbDict's out, it was stored by
-    // narrow writes and read back as words, a stall for every dict.)
-    virtual Value absorbPlanned(int32_t plan, const Value* values) { return Value::node(Tag::Unset, 0); }
+    // Absorbs a dict of that template by its plan: values are those at its holes, in order, as
+    // plain numbers: a number's value (BININT1, BININT2, BININT, LONG1 of at most 8 bytes), and
+    // for a memo get the stack its slot holds (the dict is read item by item where it holds
+    // anything else). Returns what absorbDict would store for the dict, or a value tagged Unset
+    // where the plan does not take them (the dict is then read item by item and offered to
+    // absorbDict). (The value is returned in registers: through memory, as absorbDict's out, it
+    // was stored by narrow writes and read back as words, a stall for every dict.)
+    virtual Value absorbPlanned(int32_t plan, const int64_t* values) { return Value::node(Tag::Unset, 0); }
     // A memo slot that held `old` is given another value (a PUT over it).
     virtual void memoRewritten(uint64_t index, Value old) {}
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
@@ -277,6 +281,12 @@ private:
         if (number || v.ref >= limits_.memoWideFrom || !wideRefs_.empty()) [[unlikely]]
             return encodeBeside(index, v);
         return PackedMemo::pack(v.tag, v.ref);
+    }
+    // Whether memoAppend stores v as PackedMemo::pack(v.tag, v.ref) while wideRefs_ is empty:
+    // no container, no number, a reference that fits.
+    bool packsAsIs(Value v) const {
+        const bool number = static_cast<unsigned>(v.tag) - static_cast<unsigned>(Tag::Bool) <= 3u;
+        return !v.isContainer() && !number && v.ref < limits_.memoWideFrom;
     }
     [[gnu::noinline]] uint32_t encodeBeside(uint64_t index, Value v) {
         uint32_t ref;
