@@ -33,16 +33,12 @@ public:
     }
 
     void push_back(T v) {
-        if (m_plain) {
-            m_values.push_back(v);
-        } else if (m_size == 0) {
-            m_common = v;
-        } else if (v != m_common) {
-            m_rows.push_back(m_size);
-            m_values.push_back(v);
-            if (m_rows.size() > kPlainFrom / 16 && m_rows.size() * 16 > m_size + 1) rebalance(m_size + 1);
+        // the common case in one compare: a row of the common value, the column sparse
+        if (v == m_common && m_sparse) [[likely]] {
+            ++m_size;
+            return;
         }
-        ++m_size;
+        pushOther(v);
     }
 
     // Nothing to reserve: exceptions are few, and a column that turns plain grows as a vector does.
@@ -61,6 +57,20 @@ public:
 
 private:
     static constexpr size_t kPlainFrom = 4096;
+
+    [[gnu::noinline]] void pushOther(T v) {
+        if (m_plain) {
+            m_values.push_back(v);
+        } else if (m_size == 0) {
+            m_common = v;
+        } else if (v != m_common) {
+            m_rows.push_back(m_size);
+            m_values.push_back(v);
+            if (m_rows.size() > kPlainFrom / 16 && m_rows.size() * 16 > m_size + 1) rebalance(m_size + 1);
+        }
+        ++m_size;
+        m_sparse = !m_plain;
+    }
 
     // Too many exceptions once the column has `size` rows: the most frequent exception may be
     // the true common value (taken only when well under the limit with it, so that a column near
@@ -99,6 +109,7 @@ private:
     size_t m_size = 0;
     T m_common{};
     bool m_plain = false;
+    bool m_sparse = false;  // not plain and not empty: a row of m_common is only counted
     std::vector<uint64_t> m_rows;  // rows whose value is not m_common, ascending (unused when plain)
     std::vector<T> m_values;       // their values; when plain, every row's
 };
