@@ -116,7 +116,7 @@ void DictTemplates::clear() {
     holes_.clear();
     operands_.clear();
     byShape_.clear();
-    recent_ = ~uint64_t(0);
+    recent_ = older_ = ~uint64_t(0);
     last_ = kNone;
 }
 

@@ -24,11 +24,12 @@ namespace memlens::model {
 //
 // That holds while no memo slot is given another value: the machine then empties the templates
 // (clear()). A dict is compared only with the templates predicted for it (predicted()): the two
-// that followed the last four templates latest, then, as in FrameRunCache, the two that followed
-// the last template latest (one was not enough: a free_requested of the same stack and size is
-// followed by different entries within an iteration, and the same four templates by different
-// ones within a training step). Where it differs from those, it is read item by item as before
-// and then looked up by its masked bytes.
+// that followed the last eight templates latest, then the two that followed the last four, then,
+// as in FrameRunCache, the two that followed the last template latest (one was not enough: a
+// free_requested of the same stack and size is followed by different entries within an
+// iteration, and the same four templates by different ones within a training step; eight
+// templates tell more of those apart). Where it differs from those, it is read item by item as
+// before and then looked up by its masked bytes.
 class DictTemplates {
 public:
     static constexpr uint32_t kNone = ~uint32_t(0);
@@ -66,16 +67,20 @@ public:
         return false;
     }
     // The templates predicted at the start of the next dict, or kNone: ways 0 and 1 by the last
-    // kContext templates, ways 2 and 3 by the last one.
-    static constexpr int kWays = 4;
+    // 2 * kContext templates, ways 2 and 3 by the last kContext, ways 4 and 5 by the last one.
+    static constexpr int kWays = 6;
     uint32_t predicted(int way) const {
         if (way < 2) {
-            // the table is not emptied with the templates (clear()): a number from before may
-            // name a template learnt since, which match() then compares as any other
-            const uint32_t t = byContext_[2 * (contextHash() & kContextMask) + way];
+            const uint32_t t = byLongContext_[2 * (longContextHash() & kContextMask) + way];
             return t < count_ ? t : kNone;
         }
-        return last_ == kNone ? kNone : templates_[last_].next[way - 2];
+        if (way < 4) {
+            // the table is not emptied with the templates (clear()): a number from before may
+            // name a template learnt since, which match() then compares as any other
+            const uint32_t t = byContext_[2 * (contextHash() & kContextMask) + way - 2];
+            return t < count_ ? t : kNone;
+        }
+        return last_ == kNone ? kNone : templates_[last_].next[way - 4];
     }
 
     // The length of template t when the bytes at p (avail of them buffered) are its bytes, its
@@ -175,24 +180,24 @@ private:
     static constexpr size_t kContextMask = (size_t(1) << 15) - 1;
     // the last kContext templates' numbers (below kMaxTemplates: 16 bits each), the latest lowest
     uint64_t contextHash() const { return (recent_ * 0x9e3779b97f4a7c15ULL) >> 40; }
+    uint64_t longContextHash() const { return ((recent_ ^ (older_ * 0xc2b2ae3d27d4eb4fULL)) * 0x9e3779b97f4a7c15ULL) >> 40; }
     // Template t (or kNone) follows the last one.
     void follow(uint32_t t) {
         if (t != kNone) {
-            uint32_t* ctx = byContext_.data() + 2 * (contextHash() & kContextMask);
-            if (ctx[0] != t) {
-                ctx[1] = ctx[0];
-                ctx[0] = t;
-            }
+            latest(byContext_.data() + 2 * (contextHash() & kContextMask), t);
+            latest(byLongContext_.data() + 2 * (longContextHash() & kContextMask), t);
+            if (last_ != kNone) latest(templates_[last_].next, t);
         }
+        older_ = (older_ << 16) | (recent_ >> 48);
         recent_ = (recent_ << 16) | (t & 0xffff);
-        if (last_ != kNone && t != kNone) {
-            uint32_t* next = templates_[last_].next;
-            if (next[0] != t) {
-                next[1] = next[0];
-                next[0] = t;
-            }
-        }
         last_ = t;
+    }
+    // Two ways, the latest first: t becomes the latest.
+    static void latest(uint32_t* ways, uint32_t t) {
+        if (ways[0] != t) {
+            ways[1] = ways[0];
+            ways[0] = t;
+        }
     }
     bool sameShape(const Template& t, const std::vector<Block>& bytes, const std::vector<Block>& mask) const;
 
@@ -210,6 +215,10 @@ private:
     // by a hash of the last kContext templates: the two templates that followed them latest, the
     // latest first (256 KiB)
     std::vector<uint32_t> byContext_ = std::vector<uint32_t>(2 * (kContextMask + 1), kNone);
+    // the kContext templates before those of recent_, and by a hash of all 2 * kContext: the two
+    // that followed them latest (256 KiB)
+    uint64_t older_ = ~uint64_t(0);
+    std::vector<uint32_t> byLongContext_ = std::vector<uint32_t>(2 * (kContextMask + 1), kNone);
     uint32_t offered_ = 0, replayed_ = 0;  // dicts offered, and replayed, in this window
     uint64_t paused_ = 0;                 // dicts not to offer from here on
     uint64_t pause_ = kShortestPause;     // the next pause

@@ -3,7 +3,7 @@
 
     tests/bench/bench_scale.py [--cli build/app/memlens-cli] [--sizes-gb 0.15 0.6 2 4]
                                [--data-dir /tmp/bench] [--repeat 2] [--pickle-max-gb 18]
-                               [--file F ...]
+                               [--rounds 1] [--file F ...]
 
 For each size, a snapshot of the generated shape (make_large_snapshot.py --size-mb; cached in
 DATA_DIR as scale-<MB>MB-s<seed>.pickle, regenerated when the generator is newer) or each --file
@@ -13,6 +13,10 @@ given, then, one after the other in the same run:
   * pickle.load(f) in a fresh /usr/bin/python3 (C unpickler), once: wall time of the load and the
     child's ru_maxrss. Skipped when its peak RSS, estimated from the smallest file's RSS/file
     ratio (or 8x the file before any), would exceed --pickle-max-gb; the table then says so.
+With --rounds N (N > 1), the two alternate N times for each file (memlens' best of --repeat,
+then pickle.load), so that a host whose speed drifts over minutes slows both alike: the table
+gives the least time of each and their ratio, and the ratios of the N rounds (each round's pair
+measured within seconds of each other): their median and range.
 Prints a Markdown table: size, entries, memlens time, memlens peak RSS, RSS/file, pickle time,
 pickle RSS, speed-up (pickle time / memlens time).
 """
@@ -89,6 +93,8 @@ def main():
     ap.add_argument('--pickle-max-gb', type=float, default=18.0,
                     help='skip pickle.load where its peak RSS would exceed this')
     ap.add_argument('--no-pickle', action='store_true')
+    ap.add_argument('--rounds', type=int, default=1,
+                    help='alternate memlens and pickle.load this many times per file (see above)')
     args = ap.parse_args()
     if not os.access(args.cli, os.X_OK):
         sys.exit(f'{args.cli} is not an executable memlens-cli')
@@ -107,6 +113,7 @@ def main():
         size = os.path.getsize(path)
         ml_t, ml_kb, entries = run_memlens(args.cli, path, args.repeat)
         py = None
+        rounds = []  # (memlens, pickle) of each round
         est = (ratio or 8.0) * size
         if args.no_pickle:
             note = 'not run'
@@ -114,18 +121,27 @@ def main():
             note = f'skipped: would need about {est / 1e9:.0f} GB'
         else:
             py = run_pickle(path)
+            rounds.append((ml_t, py[0]))
+            for _ in range(args.rounds - 1):
+                t, kb, _ = run_memlens(args.cli, path, args.repeat)
+                again = run_pickle(path)
+                rounds.append((t, again[0]))
+                ml_kb = max(ml_kb, kb)
+                py = (min(py[0], again[0]), max(py[1], again[1]), py[2])
+            ml_t = min(r[0] for r in rounds)
             entries = entries or py[2]
             if ratio is None:
                 ratio = py[1] * 1024 / size
             note = ''
-        rows.append((path, size, entries, ml_t, ml_kb, py, note, gen_s))
+        rows.append((path, size, entries, ml_t, ml_kb, py, note, gen_s, rounds))
         print(f'{os.path.basename(path)}: memlens {ml_t:.2f} s {ml_kb / 1024:.0f} MB; '
               + (f'pickle {py[0]:.2f} s {py[1] / 1024:.0f} MB' if py else note), file=sys.stderr, flush=True)
 
+    by_round = args.rounds > 1
     print('| file | size | entries | memlens stats | memlens peak RSS | RSS / file | pickle.load | pickle peak RSS '
-          '| speed-up |')
-    print('|---|---|---|---|---|---|---|---|---|')
-    for path, size, entries, ml_t, ml_kb, py, note, gen_s in rows:
+          '| speed-up |' + (' speed-up by round: median (range) |' if by_round else ''))
+    print('|---|---|---|---|---|---|---|---|---|' + ('---|' if by_round else ''))
+    for path, size, entries, ml_t, ml_kb, py, note, gen_s, rounds in rows:
         e = f'{entries:,}' if entries else '?'
         cells = [os.path.basename(path), f'{size / 1e9:.2f} GB', e, f'{ml_t:.2f} s', f'{ml_kb / 1024:.0f} MB',
                  f'{ml_kb * 1024 / size:.2f}']
@@ -133,6 +149,9 @@ def main():
             cells += [f'{py[0]:.1f} s', f'{py[1] / 1024 / 1024:.2f} GB', f'{py[0] / ml_t:.1f}x']
         else:
             cells += [note, '-', '-']
+        if by_round:
+            r = sorted(p / m for m, p in rounds)
+            cells += [f'{r[len(r) // 2]:.1f}x ({r[0]:.1f}–{r[-1]:.1f}x)' if r else '-']
         print('| ' + ' | '.join(cells) + ' |')
     return 0
 
