@@ -462,6 +462,7 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
     DictTemplates::Hole holes[kWholeDictItems];  // its numbers, for its template
     size_t n = 0, putCount = 1, holeCount = 0;
     bool framed = false;  // a FRAME opcode inside: not the bytes of any other dict
+    bool unlearnable = false;  // a list got from the memo: no template
     size_t pos = 3;
     for (;;) {
         if (pos >= avail) return 0;
@@ -485,7 +486,15 @@ size_t PickleMachine::wholeDict(const uint8_t* p, size_t avail) {
             pos += kOperandBytes<'j'>;
         get: {
             // a slot of this dict's own is not set yet: left to run()
-            if (idx >= memoBase || !slotAsIs(idx, v)) return 0;
+            if (idx >= memoBase) return 0;
+            if (!slotAsIs(idx, v)) {
+                // a list got again (blocks sharing one frames list): as the stack's path gets it
+                // (marked shared); the dict is then no template's (a list may be collapsed later)
+                if (PackedMemo::tag(memo_.read(idx)) != Tag::List) return 0;
+                v.assign(memoGet(idx));
+                unlearnable = true;
+                break;
+            }
             // a frames list shared with an entry before (free_completed's is its free_requested's):
             // a slot of its own each time, so the template reads the get
             if (v.tag == Tag::Stack) {
@@ -578,7 +587,7 @@ setitems:
             }
             const uint32_t learnt =
                 templates_->read(p, pos, holes, holeCount, items, n, puts + 1, packable ? packed : nullptr, putCount - 1,
-                                 !framed && (out.tag == Tag::Row || out.tag == Tag::Block));
+                                 !framed && !unlearnable && (out.tag == Tag::Row || out.tag == Tag::Block));
             if (learnt != DictTemplates::kNone && holeCount <= PickleHooks::kMaxPlannedHoles) {
                 uint8_t holeItems[kWholeDictItems];
                 for (size_t i = 0; i < holeCount; ++i) holeItems[i] = holes[i].item;
