@@ -3,6 +3,7 @@
 #include "SnapshotKeys.h"
 
 #include "memlens/model/PickleDocument.h"
+#include "memlens/model/PickleMachine.h"
 #include "memlens/model/Snapshot.h"
 
 #include <array>
@@ -77,15 +78,16 @@ private:
     inline Action actionOf(StringId name);
     [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
     // A plan's row, and the field each hole's value goes to (Other: a number the reader ignores).
-    // At most kMaxPlans of them (a file whose templates are forgotten again and again), of
-    // kMaxPlanHoles holes.
-    static constexpr size_t kMaxPlans = size_t(1) << 16, kMaxPlanHoles = 16;
+    // At most kMaxPlans of them (a file whose templates are forgotten again and again), of at
+    // most the holes the machine plans (PickleHooks::kMaxPlannedHoles).
+    static constexpr size_t kMaxPlans = size_t(1) << 16, kMaxPlanHoles = PickleHooks::kMaxPlannedHoles;
     struct Plan {
         Row row;
         std::array<EntryKey, kMaxPlanHoles> field;
         uint8_t holes;
         uint16_t nonNegative;  // bit h: hole h must not be negative (parse()'s entryInt)
     };
+    static_assert(kMaxPlanHoles <= 16, "Plan::nonNegative has a bit a hole");
     std::vector<Plan> plans_;
     // The fixed-width columns' pages are prefaulted kPrefaultRows rows ahead (PickleDocument::
     // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack; looked at every

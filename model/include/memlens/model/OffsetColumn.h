@@ -61,8 +61,6 @@ public:
         std::swap(m_fitting, o.m_fitting);
         std::swap(m_fitRow, o.m_fitRow);
         std::swap(m_blockAside, o.m_blockAside);
-        std::swap(m_newestBase, o.m_newestBase);
-        std::swap(m_newestStart, o.m_newestStart);
     }
     template <class Range>
     static OffsetColumn of(const Range& values) {
@@ -99,7 +97,7 @@ public:
     void push_back(T value) {
         const size_t row = m_rows;
         int32_t d;
-        if (row % kBlock != 0 && fits(static_cast<uint64_t>(value), m_newestBase, d)) [[likely]] {
+        if (row % kBlock != 0 && fits(static_cast<uint64_t>(value), m_blocks.back().base, d)) [[likely]] {
             setDistance(row, d);
             ++m_fitting;
         } else {
@@ -195,7 +193,7 @@ private:
         return d;
     }
     void setDistance(size_t row, int32_t d) {
-        std::memcpy(m_bytes.data() + m_newestStart + (row % kBlock) * sizeof d, &d, sizeof d);
+        std::memcpy(m_bytes.data() + m_blocks.back().start() + (row % kBlock) * sizeof d, &d, sizeof d);
     }
     // A row that starts a block or does not fit its block's base.
     [[gnu::noinline]] void pushOther(size_t row, T value) {
@@ -204,8 +202,6 @@ private:
             const size_t start = m_bytes.empty() ? 0 : m_bytes.size() - kPadding;
             m_bytes.resize(start + kBlock * 4 + kPadding);
             m_blocks.push_back({v, static_cast<uint64_t>(start) << 2 | 3});
-            m_newestBase = v;
-            m_newestStart = start;
             setDistance(row, 0);
             m_fitting = 1;
             m_fitRow = row;
@@ -223,7 +219,6 @@ private:
             setDistance(m_fitRow, smallest(4));
             ++m_blockAside;
             m_blocks.back().base = v;
-            m_newestBase = v;
             setDistance(row, 0);
             m_fitRow = row;
             return;
@@ -304,9 +299,6 @@ private:
     size_t m_fitting = 0;
     size_t m_fitRow = 0;
     size_t m_blockAside = 0;
-    // and its base and start in m_bytes, as m_blocks.back() has them (a load or two fewer a row)
-    uint64_t m_newestBase = 0;
-    size_t m_newestStart = 0;
 };
 
 // An entry's time_us, and its address (or an oom entry's device_free).

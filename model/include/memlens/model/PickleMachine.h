@@ -277,17 +277,15 @@ private:
     // do not fit in 27 bits in wideRefs_.
     // inline for what memoising a trace stores (a string, a container, a collapsed object)
     [[gnu::always_inline]] uint32_t encodeAt(uint64_t index, Value v) {
-        const bool number = static_cast<unsigned>(v.tag) - static_cast<unsigned>(Tag::Bool) <= 3u;  // Bool to Float
-        if (number || v.ref >= limits_.memoWideFrom || !wideRefs_.empty()) [[unlikely]]
+        if (memoNumber(v.tag) || v.ref >= limits_.memoWideFrom || !wideRefs_.empty()) [[unlikely]]
             return encodeBeside(index, v);
         return PackedMemo::pack(v.tag, v.ref);
     }
+    // Bool to Float: kept beside the packed slot (encodeBeside)
+    static bool memoNumber(Tag tag) { return static_cast<unsigned>(tag) - static_cast<unsigned>(Tag::Bool) <= 3u; }
     // Whether memoAppend stores v as PackedMemo::pack(v.tag, v.ref) while wideRefs_ is empty:
     // no container, no number, a reference that fits.
-    bool packsAsIs(Value v) const {
-        const bool number = static_cast<unsigned>(v.tag) - static_cast<unsigned>(Tag::Bool) <= 3u;
-        return !v.isContainer() && !number && v.ref < limits_.memoWideFrom;
-    }
+    bool packsAsIs(Value v) const { return !v.isContainer() && !memoNumber(v.tag) && v.ref < limits_.memoWideFrom; }
     [[gnu::noinline]] uint32_t encodeBeside(uint64_t index, Value v) {
         uint32_t ref;
         if (v.tag == Tag::Int || v.tag == Tag::UInt || v.tag == Tag::Float) {
