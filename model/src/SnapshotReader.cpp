@@ -86,6 +86,7 @@ Snapshot readFrom(ByteReader& in, const LoadOptions& options) {
         protocol = machine.protocol();
         snap.dictsReplayed = machine.dictsReplayed();
     }
+    hooks.traceRows().finish();  // the rows appended on its second thread are all there
     if (options.progress) options.progress("reading", 1.0);
     SnapshotTree(doc, keys, hooks.traceRows(), hooks.blockRows(), hooks.annotationRows(), snap)
         .finish(root, protocol, in.sizeKnown() ? in.size() : in.offset(), options);

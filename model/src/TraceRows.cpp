@@ -3,11 +3,14 @@
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 namespace memlens::model {
 
-TraceRows::TraceRows(const PickleDocument& doc, const SnapshotKeys& k, uint64_t fileBytes) : doc_(doc) {
+TraceRows::TraceRows(const PickleDocument& doc, const SnapshotKeys& k, uint64_t fileBytes)
+    : doc_(doc), queue_([this](const uint64_t* words, size_t n) { consume(words, n); }) {
+    planChunks_.reserve(kMaxPlans / kPlansPerChunk);
     std::pair<StringId, EntryKey> keys[] = {
         {k.action, EntryKey::Action},       {k.addr, EntryKey::Addr},
         {k.size, EntryKey::Size},           {k.stream, EntryKey::Stream},
@@ -119,11 +122,11 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
     }
     if (e.unknownCount) [[unlikely]]
         countUnknown(e.unknown, e.unknownCount);
-    return appendRow(e.row);
+    return addRow(e.row);
 }
 
 int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) {
-    if (plans_.size() >= kMaxPlans || holes > kMaxPlanHoles) return -1;
+    if (planCount_ >= kMaxPlans || holes > kMaxPlanHoles) return -1;
     Parsed e;
     parse(items, n, e);
     // only a plain row: no unknown key to count, no oom (whose address may be its device_free)
@@ -155,35 +158,76 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
         // parse()'s entryInt: a negative number only for time_us
         if (number && which != EntryKey::Other && which != EntryKey::TimeUs) plan.nonNegative |= uint16_t(1u << h);
     }
-    plans_.push_back(plan);
-    return static_cast<int32_t>(plans_.size() - 1);
+    if (planCount_ % kPlansPerChunk == 0) planChunks_.push_back(std::make_unique<Plan[]>(kPlansPerChunk));
+    planChunks_[planCount_ / kPlansPerChunk][planCount_ % kPlansPerChunk] = plan;
+    return static_cast<int32_t>(planCount_++);
 }
 
-[[gnu::flatten]] bool TraceRows::fromPlan(int32_t plan, const int64_t* values, uint32_t& row) {
-    const Plan& p = plans_[static_cast<size_t>(plan)];
-    // each value into its field, by the field's number (no branch a hole): the fields the reader
-    // ignores (Other, device_free) and those no hole names keep what they were
-    uint64_t field[kEntryKeys];
-    field[static_cast<size_t>(EntryKey::Addr)] = p.row.addr;
-    field[static_cast<size_t>(EntryKey::Size)] = p.row.size;
-    field[static_cast<size_t>(EntryKey::Stream)] = p.row.stream;
-    field[static_cast<size_t>(EntryKey::TimeUs)] = static_cast<uint64_t>(p.row.timeUs);
-    field[static_cast<size_t>(EntryKey::Frames)] = p.row.stack;
+bool TraceRows::fromPlan(int32_t plan, const int64_t* values, uint32_t& row) {
+    const Plan& p = planAt(static_cast<size_t>(plan));
+    // the plan's number and the values, queued (made here after finish()); checked here, as
+    // parse() would refuse them
+    uint64_t local[1 + kMaxPlanHoles];
+    const bool queued = !queue_.finished();
+    uint64_t* w = queued ? queue_.reserve(1 + kMaxPlanHoles) : local;
+    w[0] = static_cast<uint64_t>(plan) << 1 | 1;
     uint64_t negative = 0;  // bit h: hole h is negative
     for (size_t h = 0; h < p.holes; ++h) {
         const auto v = static_cast<uint64_t>(values[h]);
-        field[static_cast<size_t>(p.field[h])] = v;
+        w[1 + h] = v;
         negative |= (v >> 63) << h;
     }
-    if (negative & p.nonNegative) return false;  // as parse() refuses it
-    Row r = p.row;
-    r.addr = field[static_cast<size_t>(EntryKey::Addr)];
-    r.size = field[static_cast<size_t>(EntryKey::Size)];
-    r.stream = field[static_cast<size_t>(EntryKey::Stream)];
-    r.timeUs = static_cast<int64_t>(field[static_cast<size_t>(EntryKey::TimeUs)]);
-    r.stack = static_cast<StackId>(field[static_cast<size_t>(EntryKey::Frames)]);
-    row = appendRow(r);
+    if (negative & p.nonNegative) return false;  // not committed
+    if (queued) [[likely]]
+        queue_.commit(1 + p.holes);
+    else
+        consume(local, 1 + p.holes);
+    row = static_cast<uint32_t>(numbered_++);
     return true;
+}
+
+uint32_t TraceRows::addRow(const Row& r) {
+    if (queue_.finished()) [[unlikely]] {
+        appendRow(r);
+    } else {
+        uint64_t* w = queue_.reserve(1 + kRowWords);
+        w[0] = 0;
+        std::memcpy(w + 1, &r, sizeof r);
+        queue_.commit(1 + kRowWords);
+    }
+    return static_cast<uint32_t>(numbered_++);
+}
+
+[[gnu::flatten]] void TraceRows::consume(const uint64_t* words, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const uint64_t head = words[i];
+        if (!(head & 1)) {
+            Row r;
+            std::memcpy(&r, words + i + 1, sizeof r);
+            appendRow(r);
+            i += 1 + kRowWords;
+            continue;
+        }
+        const Plan& p = planAt(static_cast<size_t>(head >> 1));
+        const uint64_t* values = words + i + 1;
+        i += 1 + p.holes;
+        // each value into its field, by the field's number (no branch a hole): the fields the
+        // reader ignores (Other, device_free) and those no hole names keep what they were
+        uint64_t field[kEntryKeys];
+        field[static_cast<size_t>(EntryKey::Addr)] = p.row.addr;
+        field[static_cast<size_t>(EntryKey::Size)] = p.row.size;
+        field[static_cast<size_t>(EntryKey::Stream)] = p.row.stream;
+        field[static_cast<size_t>(EntryKey::TimeUs)] = static_cast<uint64_t>(p.row.timeUs);
+        field[static_cast<size_t>(EntryKey::Frames)] = p.row.stack;
+        for (size_t h = 0; h < p.holes; ++h) field[static_cast<size_t>(p.field[h])] = values[h];
+        Row r = p.row;
+        r.addr = field[static_cast<size_t>(EntryKey::Addr)];
+        r.size = field[static_cast<size_t>(EntryKey::Size)];
+        r.stream = field[static_cast<size_t>(EntryKey::Stream)];
+        r.timeUs = static_cast<int64_t>(field[static_cast<size_t>(EntryKey::TimeUs)]);
+        r.stack = static_cast<StackId>(field[static_cast<size_t>(EntryKey::Frames)]);
+        appendRow(r);
+    }
 }
 
 void TraceRows::countUnknown(const StringId* keys, size_t n) {
@@ -202,7 +246,7 @@ Action TraceRows::actionOf(StringId name) {
 
 // Flattened: a row per trace entry makes these pushes hot, and left to itself the compiler calls
 // each one out of line.
-[[gnu::flatten]] uint32_t TraceRows::appendRow(const Row& r) {
+[[gnu::flatten]] void TraceRows::appendRow(const Row& r) {
     auto& t = rows_;
     t.action.push_back(r.action);
     t.actionName.push_back(r.actionName);
@@ -217,7 +261,6 @@ Action TraceRows::actionOf(StringId name) {
     const size_t row = t.rows() - 1;
     if (row % kPrefaultEvery == 0) [[unlikely]]
         prefaultColumns();
-    return static_cast<uint32_t>(row);
 }
 
 [[gnu::noinline]] void TraceRows::prefaultColumns() {

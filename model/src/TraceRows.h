@@ -2,6 +2,7 @@
 // Internal to the snapshot reader.
 #include "SnapshotKeys.h"
 
+#include "memlens/model/HandoffQueue.h"
 #include "memlens/model/PickleDocument.h"
 #include "memlens/model/PickleMachine.h"
 #include "memlens/model/Snapshot.h"
@@ -9,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +18,10 @@
 namespace memlens::model {
 
 // The trace entries of a snapshot as it is read: each entry dict becomes a row of the columns as
-// soon as it is complete (rows() holds all devices' entries, in the order read).
+// soon as it is complete (rows() holds all devices' entries, in the order read). The parsing
+// thread reads each entry's fields and numbers its row; the columns are appended to on a second
+// thread (a HandoffQueue of the rows' fields, or of a plan and its holes' values), about a
+// quarter of a replayed entry's work. finish() (or rows()) waits for them.
 class TraceRows {
 public:
     TraceRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes);
@@ -37,7 +42,17 @@ public:
     // it is not one.
     uint32_t fromDict(uint32_t node, const std::string& path);
 
-    TraceColumns& rows() { return rows_; }
+    // Every row numbered so far is in the columns when it returns (rethrows what appending threw:
+    // std::bad_alloc, std::length_error). Rows made after it are appended on the calling thread.
+    void finish() { queue_.finish(); }
+    TraceColumns& rows() {
+        finish();
+        return rows_;
+    }
+    // Rows numbered so far (the next row's number).
+    size_t rowsNumbered() const { return numbered_; }
+    // Whether the columns were appended to on a second thread (tests: a long trace is).
+    bool handedOff() const { return queue_.threadStarted(); }
     // Keys of trace entries this reader does not read, with how many entries have each (string id
     // -> count): what a view cannot show yet, said rather than dropped.
     const std::vector<std::pair<StringId, uint64_t>>& unknownKeys() const { return unknownKeys_; }
@@ -76,7 +91,13 @@ private:
         return key.tag == Tag::Str && key.ref < entryKeys_.size() ? entryKeys_[key.ref] : EntryKey::Other;
     }
     inline Action actionOf(StringId name);
-    [[gnu::always_inline]] inline uint32_t appendRow(const Row& r);
+    // The row's number; its fields queued for appendRow (or appended, after finish()).
+    [[gnu::always_inline]] inline uint32_t addRow(const Row& r);
+    [[gnu::always_inline]] inline void appendRow(const Row& r);
+    // The queue's records: a plan's number (odd: plan << 1 | 1) and its holes' values, or 0 and
+    // a Row's bytes (kRowWords words).
+    static constexpr size_t kRowWords = (sizeof(Row) + 7) / 8;
+    void consume(const uint64_t* words, size_t n);
     // A plan's row, and the field each hole's value goes to (Other: a number the reader ignores).
     // At most kMaxPlans of them (a file whose templates are forgotten again and again), of at
     // most the holes the machine plans (PickleHooks::kMaxPlannedHoles).
@@ -88,7 +109,12 @@ private:
         uint16_t nonNegative;  // bit h: hole h must not be negative (parse()'s entryInt)
     };
     static_assert(kMaxPlanHoles <= 16, "Plan::nonNegative has a bit a hole");
-    std::vector<Plan> plans_;
+    // The plans in chunks that never move: the appending thread reads them while plan() adds
+    // more (planChunks_ is reserved for all of them up front, so never reallocated).
+    static constexpr size_t kPlansPerChunk = 1024;
+    std::vector<std::unique_ptr<Plan[]>> planChunks_;
+    size_t planCount_ = 0;
+    const Plan& planAt(size_t i) const { return planChunks_[i / kPlansPerChunk][i % kPlansPerChunk]; }
     // The fixed-width columns' pages are prefaulted kPrefaultRows rows ahead (PickleDocument::
     // prefaultAhead), one mark each: action, flags, addr, size, timeUs, stack; looked at every
     // kPrefaultEvery rows (looked at every row, the six marks cost about 35 instructions a row,
@@ -104,6 +130,9 @@ private:
     std::vector<Value> tmpItems_;
     std::vector<std::pair<StringId, uint64_t>> unknownKeys_;  // few: a linear search is the fastest
     void countUnknown(const StringId* keys, size_t n);
+    size_t numbered_ = 0;
+    // Last: its thread, which appends to rows_ and reads the plans, stops before they go.
+    HandoffQueue queue_;
 };
 
 } // namespace memlens::model
