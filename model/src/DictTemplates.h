@@ -116,9 +116,14 @@ public:
     const Hole* holes(uint32_t t) const { return holes_.data() + templates_[t].hole0; }
     const Operand* operands(uint32_t t) const { return operands_.data() + templates_[t].hole0; }
     size_t putCount(uint32_t t) const { return templates_[t].puts; }
-    // The hooks' plan for template t's dicts (PickleHooks::planDict), or -1.
+    // The hooks' plan for template t's dicts (PickleHooks::planDict), or -1, and the holes whose
+    // value it refuses negative (bit h: hole h).
     int32_t plan(uint32_t t) const { return templates_[t].plan; }
-    void setPlan(uint32_t t, int32_t plan) { templates_[t].plan = plan; }
+    uint32_t refusedNegative(uint32_t t) const { return templates_[t].refusedNegative; }
+    void setPlan(uint32_t t, int32_t plan, uint16_t refusedNegative) {
+        templates_[t].plan = plan;
+        templates_[t].refusedNegative = refusedNegative;
+    }
     const Value* puts(uint32_t t) const { return puts_.data() + templates_[t].put0; }
     // The same values as the machine packs them in its memo, where it gave them (read()), or null.
     const uint32_t* packedPuts(uint32_t t) const {
@@ -155,6 +160,7 @@ private:
         uint16_t length;
         uint8_t items, holes, puts;
         bool packed;  // packedPuts_ holds its puts
+        uint16_t refusedNegative = 0;
         uint32_t item0, hole0, put0;
         int32_t plan = -1;
         uint32_t next[2] = {kNone, kNone};  // the templates that followed this one last, the latest first

@@ -98,7 +98,10 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     // one per container node: as many as the document reserves (SnapshotHooks)
     reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
-    if (hooks_ && limits_.wholeDicts && limits_.dictTemplates) templates_ = std::make_unique<DictTemplates>();
+    if (hooks_ && limits_.wholeDicts && limits_.dictTemplates) {
+        templates_ = std::make_unique<DictTemplates>();
+        records_ = hooks_->planRecords();
+    }
 }
 
 PickleMachine::~PickleMachine() = default;
@@ -588,10 +591,12 @@ setitems:
             const uint32_t learnt =
                 templates_->read(p, pos, holes, holeCount, items, n, puts + 1, packable ? packed : nullptr, putCount - 1,
                                  !framed && !unlearnable && (out.tag == Tag::Row || out.tag == Tag::Block));
-            if (learnt != DictTemplates::kNone && holeCount <= PickleHooks::kMaxPlannedHoles) {
+            if (learnt != DictTemplates::kNone && holeCount <= PickleHooks::kMaxPlannedHoles && records_.queue) {
                 uint8_t holeItems[kWholeDictItems];
                 for (size_t i = 0; i < holeCount; ++i) holeItems[i] = holes[i].item;
-                templates_->setPlan(learnt, hooks_->planDict(items, n, holeItems, holeCount));
+                uint16_t refusedNegative = 0;
+                const int32_t plan = hooks_->planDict(items, n, holeItems, holeCount, refusedNegative);
+                templates_->setPlan(learnt, plan, refusedNegative);
             }
         }
     }
@@ -609,30 +614,36 @@ size_t PickleMachine::replayDict(const uint8_t* p, size_t avail) {
     if (!length) return 0;
     const size_t h = templates_->holeCount(t);
     // where the hooks have a plan for the template's dicts: the numbers at the holes, and the
-    // stacks of its memo gets, straight from the bytes; the numbers may be what the hooks refuse
-    // (a negative size): the dict is then read as before
+    // stacks of its memo gets, straight from the bytes into the hooks' queue (planRecords()); the
+    // numbers may be what the plan refuses (a negative size): the record is then left
+    // uncommitted and the dict read as before
     if (const int32_t plan = templates_->plan(t); plan >= 0) {
-        int64_t values[PickleHooks::kMaxPlannedHoles];  // planDict was asked for no more
+        uint64_t* record = records_.queue->reserve(1 + PickleHooks::kMaxPlannedHoles);  // planDict was asked for no more
+        record[0] = static_cast<uint64_t>(plan) << 1 | 1;
         const DictTemplates::Operand* operands = templates_->operands(t);
+        uint64_t negative = 0;  // bit i: hole i is negative
         for (size_t i = 0; i < h; ++i) {
             const DictTemplates::Operand o = operands[i];
             uint64_t w;
             std::memcpy(&w, p + o.at, 8);  // match() made sure of 8 bytes past the template
             w <<= o.shift;
+            uint64_t value;
             if (o.kind == DictTemplates::Operand::Unsigned) {
-                values[i] = static_cast<int64_t>(w >> o.shift);
+                value = w >> o.shift;
             } else if (o.kind == DictTemplates::Operand::Signed) {
-                values[i] = static_cast<int64_t>(w) >> o.shift;
+                value = static_cast<uint64_t>(static_cast<int64_t>(w) >> o.shift);
             } else {  // BINGET, LONG_BINGET of a frames list: what wholeDict takes
                 const uint64_t idx = w >> o.shift;
                 Value v;
                 if (idx >= memo_.size() || !slotAsIs(idx, v) || v.tag != Tag::Stack) return 0;
-                values[i] = v.ref;
+                value = v.ref;
             }
+            record[1 + i] = value;
+            negative |= (value >> 63) << i;
         }
-        const Value out = hooks_->absorbPlanned(plan, values);  // in registers, never in memory
-        if (out.tag == Tag::Unset) return 0;
-        return replayed(t, out, length);
+        if (negative & templates_->refusedNegative(t)) return 0;
+        records_.queue->commit(1 + h);
+        return replayed(t, Value::node(records_.tag, static_cast<uint32_t>((*records_.numbered)++)), length);
     }
     // the values at the holes, into the template's own items
     Value* items = templates_->items(t);

@@ -71,11 +71,12 @@ bool SnapshotHooks::absorb(const Value* items, size_t n, Value& out) {
     return false;
 }
 
-int32_t SnapshotHooks::planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) {
+int32_t SnapshotHooks::planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes,
+                                uint16_t& refusedNegative) {
     // absorb() offers dicts of 6 to 16 items to the frames; FrameTable::frame refuses one of more
     // than 8 whose first key is not a frame's by that key alone
     const bool notAFrame = n > 16 || (n > 8 && items[0].tag == Tag::Str && !frames_.frameKey(items[0].ref));
-    return notAFrame ? rows_.plan(items, n, holeItems, holes) : -1;
+    return notAFrame ? rows_.plan(items, n, holeItems, holes, refusedNegative) : -1;
 }
 
 StackId SnapshotHooks::internStack(uint32_t listNode) {

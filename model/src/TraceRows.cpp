@@ -125,7 +125,8 @@ std::optional<uint32_t> TraceRows::read(const Value* items, size_t n, const std:
     return addRow(e.row);
 }
 
-int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) {
+int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes,
+                        uint16_t& refusedNegative) {
     if (planCount_ >= kMaxPlans || holes > kMaxPlanHoles) return -1;
     Parsed e;
     parse(items, n, e);
@@ -139,7 +140,8 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
         if (seen & (uint32_t(1) << which)) return -1;
         seen |= uint32_t(1) << which;
     }
-    Plan plan{e.row, {}, static_cast<uint8_t>(holes), 0};
+    Plan plan{e.row, {}, static_cast<uint8_t>(holes)};
+    uint16_t nonNegative = 0;  // bit h: hole h must not be negative (parse()'s entryInt)
     for (size_t h = 0; h < holes; ++h) {
         const size_t i = holeItems[h];
         if (i % 2 == 0 || i >= n) return -1;  // a key: not a field's value
@@ -156,34 +158,12 @@ int32_t TraceRows::plan(const Value* items, size_t n, const uint8_t* holeItems, 
             return -1;
         plan.field[h] = which;
         // parse()'s entryInt: a negative number only for time_us
-        if (number && which != EntryKey::Other && which != EntryKey::TimeUs) plan.nonNegative |= uint16_t(1u << h);
+        if (number && which != EntryKey::Other && which != EntryKey::TimeUs) nonNegative |= uint16_t(1u << h);
     }
     if (planCount_ % kPlansPerChunk == 0) planChunks_.push_back(std::make_unique<Plan[]>(kPlansPerChunk));
     planChunks_[planCount_ / kPlansPerChunk][planCount_ % kPlansPerChunk] = plan;
+    refusedNegative = nonNegative;
     return static_cast<int32_t>(planCount_++);
-}
-
-bool TraceRows::fromPlan(int32_t plan, const int64_t* values, uint32_t& row) {
-    const Plan& p = planAt(static_cast<size_t>(plan));
-    // the plan's number and the values, queued (made here after finish()); checked here, as
-    // parse() would refuse them
-    uint64_t local[1 + kMaxPlanHoles];
-    const bool queued = !queue_.finished();
-    uint64_t* w = queued ? queue_.reserve(1 + kMaxPlanHoles) : local;
-    w[0] = static_cast<uint64_t>(plan) << 1 | 1;
-    uint64_t negative = 0;  // bit h: hole h is negative
-    for (size_t h = 0; h < p.holes; ++h) {
-        const auto v = static_cast<uint64_t>(values[h]);
-        w[1 + h] = v;
-        negative |= (v >> 63) << h;
-    }
-    if (negative & p.nonNegative) return false;  // not committed
-    if (queued) [[likely]]
-        queue_.commit(1 + p.holes);
-    else
-        consume(local, 1 + p.holes);
-    row = static_cast<uint32_t>(numbered_++);
-    return true;
 }
 
 uint32_t TraceRows::addRow(const Row& r) {

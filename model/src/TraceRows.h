@@ -33,11 +33,13 @@ public:
     // Rows by plan, for dicts read by a template (PickleHooks::planDict): the dict at items, just
     // made a row, has numbers (or a frames list) at holeItems that change from one dict to the next
     // and keeps the rest. A plan keeps its row and where each hole goes; -1 where the dict is not a
-    // plain row whose holes are each the only value of a field. fromPlan makes the row of such a
-    // dict from its holes' values (PickleHooks::absorbPlanned's: numbers, and the frames list's
-    // stack): the row read() would make; false where read() would refuse them (a negative size).
-    int32_t plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes);
-    bool fromPlan(int32_t plan, const int64_t* values, uint32_t& row);
+    // plain row whose holes are each the only value of a field. The machine queues the holes'
+    // values of such a dict (numbers, and the frames list's stack) with the plan's number
+    // (planRecords()), and numbers its row; consume() makes the row read() would make. read()
+    // refuses some negative numbers (a negative size): the plan names their holes in
+    // refusedNegative, and the machine reads a dict with one item by item.
+    int32_t plan(const Value* items, size_t n, const uint8_t* holeItems, size_t holes, uint16_t& refusedNegative);
+    PickleHooks::PlanRecords planRecords() { return {&queue_, &numbered_, Tag::Row}; }
     // The row of an entry dict left in the tree (at path); throws a ParseError naming the key when
     // it is not one.
     uint32_t fromDict(uint32_t node, const std::string& path);
@@ -49,8 +51,6 @@ public:
         finish();
         return rows_;
     }
-    // Rows numbered so far (the next row's number).
-    size_t rowsNumbered() const { return numbered_; }
     // Whether the columns were appended to on a second thread (tests: a long trace is).
     bool handedOff() const { return queue_.threadStarted(); }
     // Keys of trace entries this reader does not read, with how many entries have each (string id
@@ -94,8 +94,8 @@ private:
     // The row's number; its fields queued for appendRow (or appended, after finish()).
     [[gnu::always_inline]] inline uint32_t addRow(const Row& r);
     [[gnu::always_inline]] inline void appendRow(const Row& r);
-    // The queue's records: a plan's number (odd: plan << 1 | 1) and its holes' values, or 0 and
-    // a Row's bytes (kRowWords words).
+    // The queue's records: a plan's number (odd: plan << 1 | 1) and its holes' values (written by
+    // the machine: PickleHooks::planRecords), or 0 and a Row's bytes (kRowWords words).
     static constexpr size_t kRowWords = (sizeof(Row) + 7) / 8;
     void consume(const uint64_t* words, size_t n);
     // A plan's row, and the field each hole's value goes to (Other: a number the reader ignores).
@@ -106,9 +106,8 @@ private:
         Row row;
         std::array<EntryKey, kMaxPlanHoles> field;
         uint8_t holes;
-        uint16_t nonNegative;  // bit h: hole h must not be negative (parse()'s entryInt)
     };
-    static_assert(kMaxPlanHoles <= 16, "Plan::nonNegative has a bit a hole");
+    static_assert(kMaxPlanHoles <= 16, "plan()'s refusedNegative has a bit a hole");
     // The plans in chunks that never move: the appending thread reads them while plan() adds
     // more (planChunks_ is reserved for all of them up front, so never reallocated).
     static constexpr size_t kPlansPerChunk = 1024;

@@ -3,6 +3,7 @@
 // dicts, lists, tuples, sets, strings, bytes, numbers, booleans and None. Opcodes that import
 // or call anything are refused with an error naming the opcode and its byte offset.
 #include "memlens/model/ByteReader.h"
+#include "memlens/model/HandoffQueue.h"
 #include "memlens/model/MemoSlots.h"
 #include "memlens/model/PickleDocument.h"
 
@@ -106,21 +107,31 @@ public:
     // buffered), without its length measured; returns the bytes it takes (APPENDS included) and
     // its value in out, or 0 to measure it and offer it to absorbMemoRun.
     virtual size_t recallMemoRun(PickleDocument& doc, const uint8_t* p, size_t avail, Value& out) { return 0; }
-    // Plans, for dicts read by a template (PickleLimits::dictTemplates). The dict just absorbed
-    // (items, n) is the first of a template: the next dicts of its bytes have other values at the
-    // items numbered holeItems (numbers, memo gets) and the rest as they are. The hooks may return
-    // a plan (0 or more) to absorb such a dict from those values alone, or -1. Asked only where
-    // there are at most kMaxPlannedHoles holes, and where each memo get among them gave a stack.
+    // Plans, for dicts read by a template (PickleLimits::dictTemplates), where the hooks give
+    // planRecords(). The dict just absorbed (items, n) is the first of a template: the next dicts
+    // of its bytes have other values at the items numbered holeItems (numbers, memo gets) and the
+    // rest as they are. The hooks may return a plan (0 or more) to absorb such a dict from those
+    // values alone, with the holes whose value it refuses when negative (refusedNegative, bit h:
+    // hole h), or -1. Asked only where there are at most kMaxPlannedHoles holes, and where each
+    // memo get among them gave a stack.
     static constexpr size_t kMaxPlannedHoles = 16;
-    virtual int32_t planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes) { return -1; }
-    // Absorbs a dict of that template by its plan: values are those at its holes, in order, as
-    // plain numbers: a number's value (BININT1, BININT2, BININT, LONG1 of at most 8 bytes), and
-    // for a memo get the stack its slot holds (the dict is read item by item where it holds
-    // anything else). Returns what absorbDict would store for the dict, or a value tagged Unset
-    // where the plan does not take them (the dict is then read item by item and offered to
-    // absorbDict). (The value is returned in registers: through memory, as absorbDict's out, it
-    // was stored by narrow writes and read back as words, a stall for every dict.)
-    virtual Value absorbPlanned(int32_t plan, const int64_t* values) { return Value::node(Tag::Unset, 0); }
+    virtual int32_t planDict(const Value* items, size_t n, const uint8_t* holeItems, size_t holes,
+                             uint16_t& refusedNegative) {
+        return -1;
+    }
+    // Where the dicts of a plan go, without a call a dict: the machine writes each one's record to
+    // the queue, its plan << 1 | 1 then the values at its holes, in order, as plain 64-bit
+    // numbers (a number's value: BININT1, BININT2, BININT, LONG1 of at most 8 bytes; for a memo
+    // get, the ref of the stack its slot holds; the dict is read item by item where the slot
+    // holds anything else, or where a hole the plan refuses negative is), and stores
+    // Value::node(tag, (*numbered)++) for the dict: what absorbDict would have stored. Asked once,
+    // when the machine is made; no plans are asked for where it gives no queue.
+    struct PlanRecords {
+        HandoffQueue* queue = nullptr;
+        size_t* numbered = nullptr;
+        Tag tag = Tag::Unset;
+    };
+    virtual PlanRecords planRecords() { return {}; }
     // A memo slot that held `old` is given another value (a PUT over it).
     virtual void memoRewritten(uint64_t index, Value old) {}
     virtual void expandList(PickleDocument& doc, Value collapsed, std::vector<Value>& items) {}
@@ -269,6 +280,7 @@ private:
     ByteReader& in_;
     PickleDocument& doc_;
     PickleHooks* hooks_;
+    PickleHooks::PlanRecords records_;  // the hooks' (planRecords()), asked once
     PickleLimits limits_;
     ValueStack stack_;
     std::vector<size_t> marks_;
