@@ -51,8 +51,6 @@ public:
         finish();
         return rows_;
     }
-    // Whether the columns were appended to on a second thread (tests: a long trace is).
-    bool handedOff() const { return queue_.threadStarted(); }
     // Keys of trace entries this reader does not read, with how many entries have each (string id
     // -> count): what a view cannot show yet, said rather than dropped.
     const std::vector<std::pair<StringId, uint64_t>>& unknownKeys() const { return unknownKeys_; }

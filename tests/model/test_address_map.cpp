@@ -21,7 +21,9 @@ void compare(const AddressMap<int64_t>& m, const std::unordered_map<uint64_t, in
         const int64_t* v = m.find(k);
         auto it = ref.find(k);
         ASSERT_EQ(v != nullptr, it != ref.end()) << "key " << k;
-        if (v) ASSERT_EQ(*v, it->second) << "key " << k;
+        if (v) {
+            ASSERT_EQ(*v, it->second) << "key " << k;
+        }
     }
     std::map<uint64_t, int64_t> members;
     m.forEach([&](uint64_t k, int64_t v) { EXPECT_TRUE(members.emplace(k, v).second) << "key twice: " << k; });
