@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <future>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace memlens::model {
 
@@ -36,6 +38,8 @@ struct Seg {
 
 // "no alloc" in 32-bit entry indices (the history refuses traces of 2^32 - 1 entries or more)
 constexpr uint32_t kNoAlloc = ~uint32_t(0);
+// A capturing rewind of at least this many entries pairs its frees on a second thread.
+constexpr int64_t kPairsApartFrom = 4096;
 
 // A live block while rewinding: 32 bytes, so that the working state's hash table of a
 // 175,000-block state takes 25 MB instead of 34 (each query and the history's build hold one).
@@ -47,6 +51,12 @@ struct Live {
     bool pending = false;     // freed by the program, not yet returned to the cache
     bool recreated = false;   // rebuilt from a free entry while rewinding
     bool estimated = false;
+    // While a capturing rewind's pairs are made on another thread (StateHistory's constructor):
+    // alloc holds what to resolve them by once they are there, a block of the snapshot (the
+    // final state's) or the free entry that recreated it; stack and requested are then the
+    // block's own, or the free's.
+    enum Pairing : uint8_t { Paired, ByFinalBlock, ByFree };
+    Pairing pairing = Paired;
     int64_t allocIndex() const { return alloc == kNoAlloc ? -1 : static_cast<int64_t>(alloc); }
 };
 static_assert(sizeof(Live) == 32);
@@ -116,7 +126,9 @@ struct StateHistory::Impl {
     std::vector<StateCheckpoint> checkpoints;  // ascending by at
     size_t interval = 0;
 
-    void undo(Working& w, int64_t i) const;
+    // paired: pairedAlloc is there (else the block a free recreates is resolved later: resolve())
+    void undo(Working& w, int64_t i, bool paired = true) const;
+    void resolve(Working& w) const;
     StateCheckpoint save(const Working& w, int64_t at) const;
     Working load(const StateCheckpoint& c) const;
     DeviceState materialize(const Working& w, int64_t at) const;
@@ -124,7 +136,7 @@ struct StateHistory::Impl {
     std::vector<int64_t> finalBlockAlloc;  // per block of the snapshot (blockAllocs)
 };
 
-void StateHistory::Impl::undo(Working& w, int64_t i) const {
+void StateHistory::Impl::undo(Working& w, int64_t i, bool paired) const {
     const TraceColumns& t = data->trace;
     uint64_t addr = t.addr[i];
     uint64_t size = t.size[i];
@@ -151,9 +163,15 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
         }
         b.recreated = true;
         b.pending = t.action[i] == Action::FreeCompleted;
-        b.alloc = pairedAlloc[static_cast<size_t>(i)];
-        b.stack = b.alloc != kNoAlloc ? t.stack[b.alloc] : t.stack[i];
-        if (b.alloc != kNoAlloc && t.size[b.alloc] != size) b.requested = t.size[b.alloc];
+        if (paired) {
+            b.alloc = pairedAlloc[static_cast<size_t>(i)];
+            b.stack = b.alloc != kNoAlloc ? t.stack[b.alloc] : t.stack[i];
+            if (b.alloc != kNoAlloc && t.size[b.alloc] != size) b.requested = t.size[b.alloc];
+        } else {  // as if unpaired until resolve(): most such blocks are undone again before
+            b.alloc = static_cast<uint32_t>(i);
+            b.pairing = Live::ByFree;
+            b.stack = t.stack[i];
+        }
         w.blocks[addr] = b;
         break;
     }
@@ -214,6 +232,28 @@ void StateHistory::Impl::undo(Working& w, int64_t i) const {
     }
     default: break;
     }
+}
+
+// What undo() and the final state left for the pairs, now that they are there: what undo() and
+// the final state would have made with them.
+void StateHistory::Impl::resolve(Working& w) const {
+    const TraceColumns& t = data->trace;
+    w.blocks.forEach([&](uint64_t, Live& b) {
+        if (b.pairing == Live::ByFree) {
+            const auto i = static_cast<size_t>(b.alloc);
+            b.alloc = pairedAlloc[i];
+            b.stack = b.alloc != kNoAlloc ? t.stack[b.alloc] : t.stack[i];
+            if (b.alloc != kNoAlloc && t.size[b.alloc] != t.size[i]) b.requested = t.size[b.alloc];
+        } else if (b.pairing == Live::ByFinalBlock) {
+            const size_t blk = b.alloc;
+            b.alloc = kNoAlloc;
+            if (const int64_t a = finalBlockAlloc[blk]; a >= 0) {
+                b.alloc = static_cast<uint32_t>(a);
+                if (!b.stack) b.stack = t.stack[static_cast<size_t>(a)];
+            }
+        }
+        b.pairing = Live::Paired;
+    });
 }
 
 StateCheckpoint StateHistory::Impl::save(const Working& w, int64_t at) const {
@@ -408,28 +448,44 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     if (static_cast<uint64_t>(n) >= kNoAlloc)
         throw std::length_error("a trace of " + std::to_string(n) +
                                 " entries is more than the state history can index (2^32 - 2)");
-    d_->pairedAlloc = FreePairs(t);
-    AddressMap<int64_t> open;
-    for (int64_t i = 0; i < n; ++i) {
-        switch (t.action[i]) {
-        case Action::Alloc: open[t.addr[i]] = i; break;
-        case Action::FreeRequested:
-        case Action::FreeCompleted:
-        case Action::Free: {
-            if (t.action[i] == Action::FreeRequested) break;
-            if (const int64_t* at = open.find(t.addr[i])) {
-                d_->pairedAlloc[static_cast<size_t>(i)] = static_cast<uint32_t>(*at);
-                open.erase(t.addr[i]);
+    auto pairAll = [this, &dd, &t, n] {
+        d_->pairedAlloc = FreePairs(t);
+        AddressMap<int64_t> open;
+        for (int64_t i = 0; i < n; ++i) {
+            switch (t.action[i]) {
+            case Action::Alloc: open[t.addr[i]] = i; break;
+            case Action::FreeRequested:
+            case Action::FreeCompleted:
+            case Action::Free: {
+                if (t.action[i] == Action::FreeRequested) break;
+                if (const int64_t* at = open.find(t.addr[i])) {
+                    d_->pairedAlloc[static_cast<size_t>(i)] = static_cast<uint32_t>(*at);
+                    open.erase(t.addr[i]);
+                }
+                break;
             }
-            break;
+            default: break;
+            }
         }
-        default: break;
-        }
-    }
+        // each live block of the final state with its alloc
+        d_->finalBlockAlloc = blockAllocs(dd, open);
+    };
+    // A capturing rewind (deviceStatesAfter: the states before the trace, at its peaks) pairs on
+    // a second thread while this one rewinds without the pairs: the blocks they would name are
+    // resolved in each state captured once they are there (Impl::resolve), only those alive
+    // there. A history that saves checkpoints pairs first: every checkpoint names its blocks'
+    // allocs.
+    std::future<void> pairs;
+    if (captured && n >= kPairsApartFrom && std::thread::hardware_concurrency() >= 2)
+        pairs = std::async(std::launch::async, pairAll);
+    else
+        pairAll();
+    // (the pairing thread writes only d_'s pairs; its future, std::async's, waits for it when
+    // this constructor throws)
+    const bool paired = !pairs.valid();
 
-    // the final state, from the snapshot itself, each live block with its alloc
-    d_->finalBlockAlloc = blockAllocs(dd, open);
-    open = AddressMap<int64_t>(0);
+    // the final state, from the snapshot itself, each live block with its alloc (or, pairs not
+    // there yet, the block to find it by)
     Working w;
     size_t active = 0;
     for (const Block& blk : dd.blocks) active += blk.state != BlockState::Inactive;
@@ -452,7 +508,10 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
             l.requested = blk.requestedSize;
             l.stack = blk.stack;
             l.pending = blk.state == BlockState::ActivePendingFree;
-            if (const int64_t a = d_->finalBlockAlloc[b]; a >= 0) {
+            if (!paired) {
+                l.alloc = b;
+                l.pairing = Live::ByFinalBlock;
+            } else if (const int64_t a = d_->finalBlockAlloc[b]; a >= 0) {
                 l.alloc = static_cast<uint32_t>(a);
                 if (!l.stack) l.stack = t.stack[static_cast<size_t>(a)];
             }
@@ -487,14 +546,36 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     std::vector<StateCheckpoint> cps;
     if (!captured) cps.push_back(d_->save(w, n - 1));
     auto wanted = capture.begin();
+    // states reached before the pairs are there: a copy of the working state each (none for the
+    // state before the first entry: w itself at the end), resolved and materialised once they
+    // are, so that the rewind goes on without them (a few MB a state for the 175,000 blocks of
+    // real x170's)
+    std::vector<std::pair<int64_t, Working>> unresolved;
     for (int64_t i = n - 1; i >= 0; --i) {
-        d_->undo(w, i);
+        d_->undo(w, i, paired);
         int64_t at = i - 1;  // state right after entry i-1
         if (captured) {
-            for (; wanted != capture.end() && *wanted == at; ++wanted) captured->push_back(d_->materialize(w, at));
+            for (; wanted != capture.end() && *wanted == at; ++wanted) {
+                if (paired) captured->push_back(d_->materialize(w, at));
+                else unresolved.emplace_back(at, at == -1 ? Working() : w);
+            }
         } else if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) {
             cps.push_back(d_->save(w, at));
         }
+    }
+    if (!paired) {  // the pairs (or what making them threw); also where nothing was captured: the
+                    // final state's queries need them
+        pairs.get();
+        d_->resolve(w);
+    }
+    for (auto& [at, state] : unresolved) {
+        if (at == -1) {
+            captured->push_back(d_->materialize(w, at));  // resolved above
+        } else {
+            d_->resolve(state);
+            captured->push_back(d_->materialize(state, at));
+        }
+        state = Working();
     }
     std::reverse(cps.begin(), cps.end());
     d_->checkpoints = std::move(cps);

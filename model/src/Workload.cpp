@@ -208,13 +208,25 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, StreamTable& 
     return openFrees;
 }
 
+// The first trace allocation at each open free's address (-1: none): a pass over the trace, made
+// before the state before the trace is waited for (it is rewound on another thread meanwhile).
+AddressMap<int32_t> firstAllocs(const TraceColumns& t, const std::vector<OpenFree>& openFrees) {
+    AddressMap<int32_t> firstAlloc(openFrees.size());
+    if (openFrees.empty()) return firstAlloc;
+    for (const OpenFree& f : openFrees) firstAlloc[f.address] = -1;
+    for (size_t i = 0; i < t.rows(); ++i)
+        if (t.action[i] == Action::Alloc)
+            if (int32_t* p = firstAlloc.find(t.addr[i]); p && *p < 0) *p = static_cast<int32_t>(i);
+    return firstAlloc;
+}
+
 // The state before the first entry, as initial segments whose allocated blocks get the ids after
 // the trace's; then the open frees: each frees the block of the state before the trace at its
 // address, unless that block was freed already or a trace allocation took the address before it
-// (as if the state's blocks had been in the trace's address map from the start). A free of
-// neither is dropped (unmatchedFrees).
-void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, std::vector<OpenFree> openFrees,
-                    const SimulatorSettings& settings, StreamTable& streams) {
+// (firstAlloc: as if the state's blocks had been in the trace's address map from the start). A
+// free of neither is dropped (unmatchedFrees).
+void addStateBefore(Workload& w, const DeviceState& st, std::vector<OpenFree> openFrees,
+                    const AddressMap<int32_t>& firstAlloc, const SimulatorSettings& settings, StreamTable& streams) {
     AddressMap<uint32_t> before(openFrees.empty() ? 16 : st.segments.size() * 4);  // address -> id
     for (const StateSegment& s : st.segments) {
         InitialSegment seg;
@@ -261,12 +273,6 @@ void addStateBefore(Workload& w, const DeviceState& st, const TraceColumns& t, s
     }
     if (openFrees.empty()) return;
 
-    // the first trace allocation at each open free's address
-    AddressMap<int32_t> firstAlloc(openFrees.size());
-    for (const OpenFree& f : openFrees) firstAlloc[f.address] = -1;
-    for (size_t i = 0; i < t.rows(); ++i)
-        if (t.action[i] == Action::Alloc)
-            if (int32_t* p = firstAlloc.find(t.addr[i]); p && *p < 0) *p = static_cast<int32_t>(i);
     std::vector<bool> drop(w.ops.size(), false);
     size_t dropped = 0;
     for (const OpenFree& f : openFrees) {
@@ -313,7 +319,8 @@ Workload buildWorkload(const Snapshot& snapshot, int device, const SimulatorSett
                                 " trace entries: the simulator replays at most 2,147,483,647");
     StreamTable streams(w.streamValues);
     std::vector<OpenFree> openFrees = readTrace(w, *dd, streams);
-    addStateBefore(w, stateBefore(), dd->trace, std::move(openFrees), settings, streams);
+    const AddressMap<int32_t> firstAlloc = firstAllocs(dd->trace, openFrees);
+    addStateBefore(w, stateBefore(), std::move(openFrees), firstAlloc, settings, streams);
     w.streams = streams.counted();
 
     uint64_t privateSegments = 0;
