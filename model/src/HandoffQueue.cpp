@@ -27,8 +27,9 @@ void HandoffQueue::rethrowError() {
     if (error_) std::rethrow_exception(error_);
 }
 
-void HandoffQueue::handOff() {
+void HandoffQueue::handOff(size_t k) {
     if (finished_) throw std::logic_error("HandoffQueue: written to after finish()");
+    if (k > blockWords_) throw std::length_error("HandoffQueue: a record longer than a block");
     const bool start = !thread_.joinable();
     {
         std::unique_lock lock(m_);

@@ -73,6 +73,15 @@ TEST(HandoffQueue, AShortInputIsConsumedByFinishOnTheWritingThread) {
     EXPECT_THROW(q.reserve(1), std::logic_error);  // finished: the block is closed
 }
 
+TEST(HandoffQueue, ARecordLongerThanABlockIsRefused) {
+    HandoffQueue q([](const uint64_t*, size_t) {}, 16, 2);
+    EXPECT_THROW(q.reserve(17), std::length_error);
+    uint64_t* w = q.reserve(16);  // a whole block is fine
+    w[0] = 0;
+    q.commit(16);
+    q.finish();
+}
+
 TEST(HandoffQueue, ALongInputIsConsumedInOrderOnASecondThreadInFewBlocks) {
     Records got;
     constexpr uint64_t kRecords = 200'000;  // 600,000 words in blocks of 256: 2,300 hand-offs

@@ -33,11 +33,11 @@ public:
     HandoffQueue(const HandoffQueue&) = delete;
     HandoffQueue& operator=(const HandoffQueue&) = delete;
 
-    // Room for k words (at most blockWords) at the end of the current block; commit(k) after
-    // writing them. Not after finish().
+    // Room for k words at the end of the current block; commit(k) after writing them. Not after
+    // finish() (std::logic_error), nor for more words than a block has (std::length_error).
     [[gnu::always_inline]] uint64_t* reserve(size_t k) {
         if (static_cast<size_t>(end_ - cur_) < k) [[unlikely]]
-            handOff();
+            handOff(k);
         return cur_;
     }
     void commit(size_t k) { cur_ += k; }
@@ -52,7 +52,7 @@ public:
     uint64_t writerWaits() const { return writerWaits_.load(std::memory_order_acquire); }
 
 private:
-    void handOff();  // the current block to the consumer, and a free one to write into
+    void handOff(size_t k);  // the current block to the consumer, and a free one to write k words into
     void loop();
     void rethrowError();  // with m_ held
 
