@@ -54,7 +54,8 @@ struct Live {
     // While a capturing rewind's pairs are made on another thread (StateHistory's constructor):
     // alloc holds what to resolve them by once they are there, a block of the snapshot (the
     // final state's) or the free entry that recreated it; stack and requested are then the
-    // block's own, or the free's.
+    // block's own, or the free's. A rewind that makes no pairs (BlockAllocs::Unnamed) leaves
+    // them so: materialize() names no alloc for them.
     enum Pairing : uint8_t { Paired, ByFinalBlock, ByFree };
     Pairing pairing = Paired;
     int64_t allocIndex() const { return alloc == kNoAlloc ? -1 : static_cast<int64_t>(alloc); }
@@ -333,11 +334,12 @@ DeviceState StateHistory::Impl::materialize(const Working& w, int64_t at) const 
             b.size = std::min(r.live.size, limit - r.address);
             b.requestedSize = r.live.requested;
             b.stack = r.live.stack;
-            b.allocIndex = r.live.allocIndex();
+            const bool named = r.live.pairing == Live::Paired;  // else no alloc looked up (Unnamed)
+            b.allocIndex = named ? r.live.allocIndex() : -1;
             b.sizeEstimated = r.live.estimated;
             if (r.live.pending)
                 b.kind = StateBlockKind::PendingFree;
-            else if (r.live.recreated && r.live.alloc == kNoAlloc)
+            else if (r.live.recreated && (!named || r.live.alloc == kNoAlloc))
                 b.kind = StateBlockKind::BeforeRecording;
             else
                 b.kind = StateBlockKind::Allocated;
@@ -431,7 +433,7 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     : StateHistory(snapshot, device, interval, {}, nullptr) {}
 
 StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
-                           std::vector<DeviceState>* captured)
+                           std::vector<DeviceState>* captured, BlockAllocs allocs)
     : d_(std::make_unique<Impl>()) {
     d_->device = device;
     d_->data = snapshot.device(device);
@@ -475,14 +477,20 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     // resolved in each state captured once they are there (Impl::resolve), only those alive
     // there. A history that saves checkpoints pairs first: every checkpoint names its blocks'
     // allocs.
+    // A rewind whose blocks name no alloc (BlockAllocs::Unnamed, captured states only) makes
+    // no pairs at all: its blocks keep what they would be resolved by, and the final state
+    // (finalBlockAlloc) names none.
+    const bool named = !captured || allocs == BlockAllocs::Named;
     std::future<void> pairs;
-    if (captured && n >= kPairsApartFrom && std::thread::hardware_concurrency() >= 2)
+    if (!named)
+        d_->finalBlockAlloc.assign(dd.blocks.size(), -1);
+    else if (captured && n >= kPairsApartFrom && std::thread::hardware_concurrency() >= 2)
         pairs = std::async(std::launch::async, pairAll);
     else
         pairAll();
     // (the pairing thread writes only d_'s pairs; its future, std::async's, waits for it when
     // this constructor throws)
-    const bool paired = !pairs.valid();
+    const bool paired = named && !pairs.valid();
 
     // the final state, from the snapshot itself, each live block with its alloc (or, pairs not
     // there yet, the block to find it by)
@@ -556,15 +564,15 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         int64_t at = i - 1;  // state right after entry i-1
         if (captured) {
             for (; wanted != capture.end() && *wanted == at; ++wanted) {
-                if (paired) captured->push_back(d_->materialize(w, at));
+                if (paired || !named) captured->push_back(d_->materialize(w, at));
                 else unresolved.emplace_back(at, at == -1 ? Working() : w);
             }
         } else if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) {
             cps.push_back(d_->save(w, at));
         }
     }
-    if (!paired) {  // the pairs (or what making them threw); also where nothing was captured: the
-                    // final state's queries need them
+    if (named && !paired) {  // the pairs (or what making them threw); also where nothing was
+                             // captured: the final state's queries need them
         pairs.get();
         d_->resolve(w);
     }
@@ -608,10 +616,15 @@ DeviceState finalDeviceState(const Snapshot& snapshot, int device) {
 }
 
 DeviceState initialDeviceState(const Snapshot& snapshot, int device) {
-    return std::move(deviceStatesAfter(snapshot, device, {-1}).front());
+    // Unnamed changes nothing before the first entry: a block alive there that a free of the
+    // trace recreated was allocated before the trace (an alloc of the trace at its address would
+    // have been undone after it, taking it out), and a block of the snapshot alive there had no
+    // alloc at its address in the trace at all
+    return std::move(deviceStatesAfter(snapshot, device, {-1}, BlockAllocs::Unnamed).front());
 }
 
-std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries) {
+std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries,
+                                           BlockAllocs allocs) {
     const DeviceData* d = snapshot.device(device);
     const auto n = static_cast<int64_t>(d ? d->trace.rows() : 0);
     auto clamped = [n](int64_t at) { return std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1); };
@@ -623,7 +636,7 @@ std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device,
     stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
     std::vector<DeviceState> captured;
     // the interval is not used: a capturing history keeps no checkpoint
-    const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &captured);
+    const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &captured, allocs);
     std::vector<DeviceState> out;
     out.reserve(entries.size());
     for (int64_t at : entries) {

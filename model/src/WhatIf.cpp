@@ -66,7 +66,9 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     std::future<std::vector<DeviceState>> statesLater =
         std::async(std::thread::hardware_concurrency() < 2 ? std::launch::deferred : std::launch::async,
                    [&snapshot, device, best, peakLiveAt, firstOom] {
-                       return deviceStatesAfter(snapshot, device, {-1, best, peakLiveAt, firstOom});
+                       // their bytes only: no pass naming the blocks' allocs
+                       return deviceStatesAfter(snapshot, device, {-1, best, peakLiveAt, firstOom},
+                                                BlockAllocs::Unnamed);
                    });
     std::vector<DeviceState> states;
     Workload w = buildWorkload(snapshot, device, settingsIn, [&] {

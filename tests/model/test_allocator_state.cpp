@@ -390,3 +390,55 @@ TEST(AllocatorState, StatesTakenOnOneRewindAreTheHistorysStates) {
     if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
     EXPECT_TRUE(deviceStatesAfter(readSnapshotFile(realSnapshots().front().string()), 7, {-1, 3}).at(1).segments.empty());
 }
+
+// Without the pass naming the blocks' allocs (BlockAllocs::Unnamed: what-if's recording, the
+// state before the trace) the states have the named ones' bytes and blocks, each block where and
+// as large as the named state has it, pending or not alike; none names an alloc, and a block the
+// named state says was allocated in the trace is one allocated before it (or an allocation of the
+// snapshot itself). The history's states, the oracle's above, are the named ones.
+TEST(AllocatorState, UnnamedStatesHaveTheNamedStatesBlocks) {
+    std::mt19937_64 rng(11);
+    size_t renamed = 0;
+    const bool any = forEachRealDevice([&](const std::filesystem::path&, const Snapshot& snap, const DeviceData& d) {
+        const auto n = static_cast<int64_t>(d.trace.rows());
+        std::uniform_int_distribution<int64_t> pick(-1, std::max<int64_t>(n - 1, -1));
+        const std::vector<int64_t> asked = {n - 1, -1, pick(rng), pick(rng), pick(rng), n / 2};
+        const std::vector<DeviceState> named = deviceStatesAfter(snap, d.device, asked);
+        const std::vector<DeviceState> unnamed = deviceStatesAfter(snap, d.device, asked, BlockAllocs::Unnamed);
+        ASSERT_EQ(unnamed.size(), asked.size());
+        for (size_t k = 0; k < asked.size(); ++k) {
+            SCOPED_TRACE("asked " + std::to_string(asked[k]));
+            const DeviceState& a = named[k];
+            const DeviceState& b = unnamed[k];
+            EXPECT_EQ(b.at, a.at);
+            EXPECT_EQ(b.reservedBytes, a.reservedBytes);
+            EXPECT_EQ(b.allocatedBytes, a.allocatedBytes);
+            EXPECT_EQ(b.pendingFreeBytes, a.pendingFreeBytes);
+            EXPECT_EQ(b.freeBytes, a.freeBytes);
+            EXPECT_EQ(b.largestFreeBlock, a.largestFreeBlock);
+            ASSERT_EQ(b.segments.size(), a.segments.size());
+            for (size_t s = 0; s < a.segments.size(); ++s) {
+                ASSERT_EQ(b.segments[s].address, a.segments[s].address);
+                ASSERT_EQ(b.segments[s].totalSize, a.segments[s].totalSize);
+                ASSERT_EQ(b.segments[s].blocks.size(), a.segments[s].blocks.size());
+                for (size_t i = 0; i < a.segments[s].blocks.size(); ++i) {
+                    const StateBlock& x = a.segments[s].blocks[i];
+                    const StateBlock& y = b.segments[s].blocks[i];
+                    EXPECT_EQ(y.address, x.address);
+                    EXPECT_EQ(y.size, x.size);
+                    EXPECT_EQ(y.sizeEstimated, x.sizeEstimated);
+                    EXPECT_EQ(y.allocIndex, -1);
+                    if (x.kind == StateBlockKind::Allocated && y.kind == StateBlockKind::BeforeRecording) {
+                        EXPECT_GE(x.allocIndex, 0);
+                        ++renamed;
+                    } else {
+                        EXPECT_EQ(stateBlockKindName(y.kind), stateBlockKindName(x.kind)) << "block at " << x.address;
+                    }
+                }
+            }
+            if (asked[k] == -1) EXPECT_EQ(fullLayout(b), fullLayout(a));
+        }
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+    EXPECT_GT(renamed, 0u) << "no state had a block recreated from a free whose alloc the trace has";
+}

@@ -54,17 +54,32 @@ struct DeviceState {
     }
 };
 
+// What a state's blocks say of the trace entry that allocated each.
+enum class BlockAllocs {
+    // each live block's alloc entry (StateBlock::allocIndex, -1: before the trace) and its stack:
+    // the frees of the trace paired with their allocs, a pass over the trace
+    Named,
+    // none looked up (no such pass): allocIndex -1, a block the trace frees later has the free's
+    // stack and size and is BeforeRecording. The bytes, the blocks' places and sizes are the same;
+    // so is every field of the state before the first entry (none of its blocks was allocated in
+    // the trace).
+    Unnamed,
+};
+
 // The state right after the last trace entry: the snapshot's own segments and blocks, each live
 // block with the trace entry that allocated it. Equal to StateHistory::stateAfter(entries - 1),
 // for the cost of one pass over the trace instead of the history's rewinding.
 DeviceState finalDeviceState(const Snapshot& snapshot, int device);
-// The state before the first trace entry: StateHistory::stateAfter(-1), for the cost of the
-// history's one rewind without the checkpoints it keeps on the way.
+// The state before the first trace entry: StateHistory::stateAfter(-1), every field, for the
+// cost of the history's one rewind without the checkpoints it keeps on the way, nor its pairs
+// (BlockAllocs::Unnamed, which changes nothing there).
 DeviceState initialDeviceState(const Snapshot& snapshot, int device);
 // The states right after each of `entries` (as stateAfter: -1 before the first entry, clamped to
 // the trace), in the order given, from the history's one rewind without its checkpoints: for a
 // few states, where a history would rewind as much and then keep checkpoints for any entry.
-std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries);
+// Unnamed: without the pass that names the blocks' allocs (for their bytes only).
+std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries,
+                                           BlockAllocs allocs = BlockAllocs::Named);
 
 class StateHistory {
 public:
@@ -82,12 +97,12 @@ public:
     size_t memoryBytes() const;
 
 private:
-    friend std::vector<DeviceState> deviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&);
+    friend std::vector<DeviceState> deviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&, BlockAllocs);
     // The states after `capture` (sorted, descending, within the trace, none its last entry)
     // materialised into `captured` on the rewind, in that order; such a history keeps no
     // checkpoint (stateAfter answers only for the last entry).
     StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
-                 std::vector<DeviceState>* captured);
+                 std::vector<DeviceState>* captured, BlockAllocs allocs = BlockAllocs::Named);
     struct Impl;
     std::unique_ptr<Impl> d_;
 };
