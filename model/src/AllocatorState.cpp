@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <future>
+#include <optional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -433,8 +434,9 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     : StateHistory(snapshot, device, interval, {}, nullptr) {}
 
 StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
-                           std::vector<DeviceState>* captured, BlockAllocs allocs)
+                           const StateTaker* take, BlockAllocs allocs)
     : d_(std::make_unique<Impl>()) {
+    const bool captured = take != nullptr;
     d_->device = device;
     d_->data = snapshot.device(device);
     if (!d_->data) {
@@ -554,18 +556,25 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     std::vector<StateCheckpoint> cps;
     if (!captured) cps.push_back(d_->save(w, n - 1));
     auto wanted = capture.begin();
-    // states reached before the pairs are there: a copy of the working state each (none for the
-    // state before the first entry: w itself at the end), resolved and materialised once they
-    // are, so that the rewind goes on without them (a few MB a state for the 175,000 blocks of
-    // real x170's)
-    std::vector<std::pair<int64_t, Working>> unresolved;
+    // The states captured, latest first. Where the pairs are there, each is materialised as it is
+    // reached. Otherwise (the pairs made on another thread, or none made: BlockAllocs::Unnamed)
+    // each keeps a copy of the working state, resolved (named) and materialised after the rewind,
+    // so that the rewind goes on without them (a few MB a state for the 175,000 blocks of real
+    // x170's). The state before the first entry is w itself at the end.
+    struct Stop {
+        int64_t at = 0;
+        Working copy;
+        std::optional<DeviceState> state;
+    };
+    std::vector<Stop> stops;
     for (int64_t i = n - 1; i >= 0; --i) {
         d_->undo(w, i, paired);
         int64_t at = i - 1;  // state right after entry i-1
         if (captured) {
             for (; wanted != capture.end() && *wanted == at; ++wanted) {
-                if (paired || !named) captured->push_back(d_->materialize(w, at));
-                else unresolved.emplace_back(at, at == -1 ? Working() : w);
+                if (at == -1) stops.push_back({at, Working(), std::nullopt});
+                else if (paired) stops.push_back({at, Working(), d_->materialize(w, at)});
+                else stops.push_back({at, w, std::nullopt});
             }
         } else if (at == -1 || ((at + 1) % static_cast<int64_t>(interval)) == 0) {
             cps.push_back(d_->save(w, at));
@@ -576,14 +585,19 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         pairs.get();
         d_->resolve(w);
     }
-    for (auto& [at, state] : unresolved) {
-        if (at == -1) {
-            captured->push_back(d_->materialize(w, at));  // resolved above
+    // handed over earliest first: the state before the first entry as soon as the rewind ends,
+    // before the others are materialised; each dropped once handed over
+    for (auto s = stops.rbegin(); s != stops.rend(); ++s) {
+        if (s->state) {
+            (*take)(s->at, std::move(*s->state));
+        } else if (s->at == -1) {
+            (*take)(-1, d_->materialize(w, -1));  // resolved above, when named
         } else {
-            d_->resolve(state);
-            captured->push_back(d_->materialize(state, at));
+            if (named) d_->resolve(s->copy);
+            (*take)(s->at, d_->materialize(s->copy, s->at));
         }
-        state = Working();
+        s->copy = Working();
+        s->state.reset();
     }
     std::reverse(cps.begin(), cps.end());
     d_->checkpoints = std::move(cps);
@@ -623,8 +637,8 @@ DeviceState initialDeviceState(const Snapshot& snapshot, int device) {
     return std::move(deviceStatesAfter(snapshot, device, {-1}, BlockAllocs::Unnamed).front());
 }
 
-std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries,
-                                           BlockAllocs allocs) {
+void takeDeviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries, BlockAllocs allocs,
+                           const std::function<void(size_t, DeviceState)>& take) {
     const DeviceData* d = snapshot.device(device);
     const auto n = static_cast<int64_t>(d ? d->trace.rows() : 0);
     auto clamped = [n](int64_t at) { return std::clamp<int64_t>(at, -1, n - 1 < -1 ? -1 : n - 1); };
@@ -634,20 +648,24 @@ std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device,
         if (clamped(at) != n - 1) stops.push_back(clamped(at));
     std::sort(stops.begin(), stops.end(), std::greater<>());
     stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
-    std::vector<DeviceState> captured;
+    // each state to every place in entries that asks for it (a copy to all but the last)
+    const StateHistory::StateTaker hand = [&](int64_t at, DeviceState&& st) {
+        std::vector<size_t> places;
+        for (size_t k = 0; k < entries.size(); ++k)
+            if (clamped(entries[k]) == at) places.push_back(k);
+        for (size_t p = 0; p < places.size(); ++p)
+            take(places[p], p + 1 < places.size() ? st : std::move(st));
+    };
     // the interval is not used: a capturing history keeps no checkpoint
-    const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &captured, allocs);
-    std::vector<DeviceState> out;
-    out.reserve(entries.size());
-    for (int64_t at : entries) {
-        const int64_t c = clamped(at);
-        if (c == n - 1) {
-            out.push_back(h.d_->finalState(c));
-        } else {
-            const auto k = static_cast<size_t>(std::find(stops.begin(), stops.end(), c) - stops.begin());
-            out.push_back(captured[k]);
-        }
-    }
+    const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &hand, allocs);
+    if (std::any_of(entries.begin(), entries.end(), [&](int64_t at) { return clamped(at) == n - 1; }))
+        hand(clamped(n - 1), h.d_->finalState(clamped(n - 1)));
+}
+
+std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries,
+                                           BlockAllocs allocs) {
+    std::vector<DeviceState> out(entries.size());
+    takeDeviceStatesAfter(snapshot, device, entries, allocs, [&out](size_t k, DeviceState st) { out[k] = std::move(st); });
     return out;
 }
 

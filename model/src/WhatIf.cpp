@@ -4,6 +4,7 @@
 #include "memlens/model/Timeline.h"
 
 #include <algorithm>
+#include <array>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -42,7 +43,8 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // peak of reserved bytes, at the peak of live bytes, at the first oom. They are taken on a
     // second thread in one rewind of the trace (no state history: its checkpoints and queries
     // cost more than the rewind itself), while this one reads the trace's workload (which waits
-    // for the state before the first entry).
+    // for the state before the first entry, handed over first: the others are materialised
+    // while the simulation runs).
     DeviceTimeline tl = computeTimeline(*dd);
     Outcome& rec = res.recording;
     int64_t best = -1;
@@ -63,37 +65,48 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
         if (firstOom < 0) firstOom = i;
     }
     enum { Before, AtPeak, AtPeakLive, AtOom };
-    std::future<std::vector<DeviceState>> statesLater =
-        std::async(std::thread::hardware_concurrency() < 2 ? std::launch::deferred : std::launch::async,
-                   [&snapshot, device, best, peakLiveAt, firstOom] {
-                       // their bytes only: no pass naming the blocks' allocs
-                       return deviceStatesAfter(snapshot, device, {-1, best, peakLiveAt, firstOom},
-                                                BlockAllocs::Unnamed);
-                   });
-    std::vector<DeviceState> states;
-    Workload w = buildWorkload(snapshot, device, settingsIn, [&] {
-        states = statesLater.get();
-        return states[Before];
-    });
-    if (states.empty()) states = statesLater.get();  // no such device: no workload asked for it
+    struct Figures {  // of each state, taken as it comes (the states are not kept)
+        uint64_t freeBytes = 0, largestFreeBlock = 0, allocatedBytes = 0;
+        double fragmentation = 0.0;
+    };
+    std::array<Figures, 4> figures;
+    std::promise<DeviceState> beforeReady;
+    std::future<DeviceState> before = beforeReady.get_future();
+    auto rewind = [&snapshot, device, best, peakLiveAt, firstOom, &figures, &beforeReady] {
+        bool handed = false;
+        try {
+            // their bytes only: no pass naming the blocks' allocs
+            takeDeviceStatesAfter(snapshot, device, {-1, best, peakLiveAt, firstOom}, BlockAllocs::Unnamed,
+                                  [&](size_t k, DeviceState st) {
+                                      figures[k] = {st.freeBytes, st.largestFreeBlock, st.allocatedBytes,
+                                                    st.fragmentation()};
+                                      if (k == Before) {
+                                          handed = true;
+                                          beforeReady.set_value(std::move(st));
+                                      }
+                                  });
+        } catch (...) {
+            if (handed) throw;  // after the state before: the future below says it
+            beforeReady.set_exception(std::current_exception());
+        }
+    };
+    std::future<void> rewound;  // (its destructor waits for the rewind, should this thread throw)
+    if (std::thread::hardware_concurrency() < 2)
+        rewind();
+    else
+        rewound = std::async(std::launch::async, rewind);
+    Workload w = buildWorkload(snapshot, device, settingsIn, [&before] { return before.get(); });
+    // (no such device: no workload asked for it)
     rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, peak));
     rec.peakReservedEntry = best;
-    rec.freeAtPeak = states[AtPeak].freeBytes;
-    rec.largestFreeAtPeak = states[AtPeak].largestFreeBlock;
-    rec.fragmentationAtPeak = states[AtPeak].fragmentation();
     rec.peakLive = static_cast<uint64_t>(std::max<int64_t>(0, std::max(tl.peakLive, tl.liveBefore)));
-    rec.peakAllocated = states[AtPeakLive].allocatedBytes;
     if (firstOom >= 0) {
-        const DeviceState& o = states[AtOom];
         OomOutcome oo;
         oo.entry = firstOom;
         oo.sizeAsked = t.size[firstOom];
-        oo.largestFreeBlock = o.largestFreeBlock;
-        oo.totalFree = o.freeBytes;
         oo.deviceFree = t.addr[firstOom];
-        rec.firstOom = oo;
+        rec.firstOom = oo;  // its free bytes once its state is there
     }
-    states.clear();  // not kept beside the simulation
 
     // ---- the device ----
     // Without a given capacity the recording bounds it: an oom entry says how much was free
@@ -198,6 +211,17 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     }
     for (size_t k = 0; k < sampleEntry.size(); ++k)
         sim.series.push_back({sampleEntry[k], r.reservedAfter[k], r.requestedAfter[k]});
+
+    // the recording's states at its peaks and first oom, materialised meanwhile
+    if (rewound.valid()) rewound.get();
+    rec.freeAtPeak = figures[AtPeak].freeBytes;
+    rec.largestFreeAtPeak = figures[AtPeak].largestFreeBlock;
+    rec.fragmentationAtPeak = figures[AtPeak].fragmentation;
+    rec.peakAllocated = figures[AtPeakLive].allocatedBytes;
+    if (rec.firstOom) {
+        rec.firstOom->largestFreeBlock = figures[AtOom].largestFreeBlock;
+        rec.firstOom->totalFree = figures[AtOom].freeBytes;
+    }
     return res;
 }
 

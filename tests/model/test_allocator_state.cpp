@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace memlens::model;
@@ -391,6 +392,40 @@ TEST(AllocatorState, StatesTakenOnOneRewindAreTheHistorysStates) {
     EXPECT_TRUE(deviceStatesAfter(readSnapshotFile(realSnapshots().front().string()), 7, {-1, 3}).at(1).segments.empty());
 }
 
+// takeDeviceStatesAfter hands each state over as it comes, earliest entry first (the state
+// before the first entry first: what-if's simulation waits for it alone), every place asked for
+// once, a state asked twice to both places; the states are deviceStatesAfter's.
+TEST(AllocatorState, StatesHandedOverEarliestFirst) {
+    std::mt19937_64 rng(5);
+    const bool any = forEachRealDevice([&](const std::filesystem::path&, const Snapshot& snap, const DeviceData& d) {
+        const auto n = static_cast<int64_t>(d.trace.rows());
+        std::uniform_int_distribution<int64_t> pick(-1, std::max<int64_t>(n - 1, -1));
+        std::vector<int64_t> asked = {pick(rng), n - 1, pick(rng), -1, n + 7};
+        asked.push_back(asked[0]);  // asked twice
+        for (const BlockAllocs allocs : {BlockAllocs::Named, BlockAllocs::Unnamed}) {
+            const std::vector<DeviceState> expected = deviceStatesAfter(snap, d.device, asked, allocs);
+            std::vector<size_t> places;
+            std::vector<int64_t> ats;
+            takeDeviceStatesAfter(snap, d.device, asked, allocs, [&](size_t k, DeviceState st) {
+                ASSERT_LT(k, asked.size());
+                EXPECT_EQ(fullLayout(st), fullLayout(expected[k])) << "place " << k;
+                EXPECT_EQ(st.at, expected[k].at);
+                places.push_back(k);
+                ats.push_back(st.at);
+            });
+            std::vector<size_t> sorted = places;
+            std::sort(sorted.begin(), sorted.end());
+            std::vector<size_t> all(asked.size());
+            std::iota(all.begin(), all.end(), size_t(0));
+            EXPECT_EQ(sorted, all) << "every place once";
+            EXPECT_TRUE(std::is_sorted(ats.begin(), ats.end())) << "earliest first";
+            ASSERT_FALSE(ats.empty());
+            EXPECT_EQ(ats.front(), -1);
+        }
+    });
+    if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
+}
+
 // Without the pass naming the blocks' allocs (BlockAllocs::Unnamed: what-if's recording, the
 // state before the trace) the states have the named ones' bytes and blocks, each block where and
 // as large as the named state has it, pending or not alike; none names an alloc, and a block the
@@ -436,7 +471,9 @@ TEST(AllocatorState, UnnamedStatesHaveTheNamedStatesBlocks) {
                     }
                 }
             }
-            if (asked[k] == -1) EXPECT_EQ(fullLayout(b), fullLayout(a));
+            if (asked[k] == -1) {
+                EXPECT_EQ(fullLayout(b), fullLayout(a));
+            }
         }
     });
     if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;

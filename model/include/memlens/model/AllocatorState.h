@@ -6,6 +6,7 @@
 #include "memlens/model/Snapshot.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -80,6 +81,12 @@ DeviceState initialDeviceState(const Snapshot& snapshot, int device);
 // Unnamed: without the pass that names the blocks' allocs (for their bytes only).
 std::vector<DeviceState> deviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries,
                                            BlockAllocs allocs = BlockAllocs::Named);
+// deviceStatesAfter's states, each handed to take (its place in entries, the state) on the
+// calling thread as soon as it is there, earliest entry first: the state before the first entry
+// as soon as the rewind ends, before the rewind materialises the others (what-if's simulation
+// waits for it alone), the snapshot's own last. A state asked for twice is handed over twice.
+void takeDeviceStatesAfter(const Snapshot& snapshot, int device, const std::vector<int64_t>& entries, BlockAllocs allocs,
+                           const std::function<void(size_t, DeviceState)>& take);
 
 class StateHistory {
 public:
@@ -97,12 +104,14 @@ public:
     size_t memoryBytes() const;
 
 private:
-    friend std::vector<DeviceState> deviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&, BlockAllocs);
+    friend void takeDeviceStatesAfter(const Snapshot&, int, const std::vector<int64_t>&, BlockAllocs,
+                                      const std::function<void(size_t, DeviceState)>&);
+    using StateTaker = std::function<void(int64_t at, DeviceState&&)>;
     // The states after `capture` (sorted, descending, within the trace, none its last entry)
-    // materialised into `captured` on the rewind, in that order; such a history keeps no
-    // checkpoint (stateAfter answers only for the last entry).
+    // handed to `take` after the rewind, earliest first; such a history keeps no checkpoint
+    // (stateAfter answers only for the last entry).
     StateHistory(const Snapshot& snapshot, int device, size_t interval, const std::vector<int64_t>& capture,
-                 std::vector<DeviceState>* captured, BlockAllocs allocs = BlockAllocs::Named);
+                 const StateTaker* take, BlockAllocs allocs = BlockAllocs::Named);
     struct Impl;
     std::unique_ptr<Impl> d_;
 };
