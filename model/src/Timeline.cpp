@@ -66,8 +66,8 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
     PackedSeries::BackwardWriter liveOut(n), reservedOut(n);
     // the peaks on the way (no second pass over the packed series): the greatest value after an
     // entry, the first entry where it is reached (>=, going backwards)
-    int64_t topLive = INT64_MIN, topReserved = INT64_MIN;
-    size_t topLiveIndex = 0;
+    int64_t topLive = INT64_MIN, topReserved = INT64_MIN, liveAtTopReserved = INT64_MIN;
+    size_t topLiveIndex = 0, topReservedIndex = 0;
     for (size_t i = n; i-- > 0;) {
         liveOut.push(live);
         reservedOut.push(reserved);
@@ -75,7 +75,11 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
             topLive = live;
             topLiveIndex = i;
         }
-        topReserved = std::max(topReserved, reserved);
+        if (reserved > topReserved || (reserved == topReserved && live >= liveAtTopReserved)) {
+            topReserved = reserved;
+            liveAtTopReserved = live;
+            topReservedIndex = i;
+        }
         auto size = static_cast<int64_t>(tr.size[i]);
         switch (tr.action[i]) {
         case Action::Alloc: live -= size; break;
@@ -99,6 +103,8 @@ DeviceTimeline computeTimeline(const DeviceData& device) {
         t.peakLiveIndex = topLiveIndex;
     }
     t.peakReserved = std::max(reserved, topReserved);
+    if (n > 0 && (topReserved > reserved || (topReserved == reserved && liveAtTopReserved > live)))
+        t.peakReservedAt = static_cast<int64_t>(topReservedIndex);
     std::map<PoolId, bool> pools;
     for (const Segment& s : device.segments)
         if (!s.pool().isDefault()) pools[s.pool()] = true;

@@ -47,16 +47,8 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
     // while the simulation runs).
     DeviceTimeline tl = computeTimeline(*dd);
     Outcome& rec = res.recording;
-    int64_t best = -1;
-    int64_t peak = tl.reservedBefore;
-    int64_t liveThere = tl.liveBefore;
     // the peak of reserved bytes; among the entries at that peak, the one with the most live bytes
-    for (int64_t i = 0; i < n; ++i)
-        if (tl.reservedBytes[i] > peak || (tl.reservedBytes[i] == peak && tl.liveBytes[i] > liveThere)) {
-            peak = tl.reservedBytes[i];
-            liveThere = tl.liveBytes[i];
-            best = i;
-        }
+    const int64_t best = tl.peakReservedAt;
     const int64_t peakLiveAt = n ? static_cast<int64_t>(tl.peakLiveIndex) : -1;
     int64_t firstOom = -1;
     for (int64_t i = 0; i < n; ++i) {
@@ -97,7 +89,7 @@ WhatIfResult whatIf(const Snapshot& snapshot, int device, const SimulatorSetting
         rewound = std::async(std::launch::async, rewind);
     Workload w = buildWorkload(snapshot, device, settingsIn, [&before] { return before.get(); });
     // (no such device: no workload asked for it)
-    rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, peak));
+    rec.peakReserved = static_cast<uint64_t>(std::max<int64_t>(0, tl.peakReserved));
     rec.peakReservedEntry = best;
     rec.peakLive = static_cast<uint64_t>(std::max<int64_t>(0, std::max(tl.peakLive, tl.liveBefore)));
     if (firstOom >= 0) {

@@ -217,6 +217,7 @@ TEST(AllocatorState, TimelinePeaksAreThoseOfTheOraclesCurves) {
         EXPECT_EQ(tl.peakLive, expected->at("peak_live").get<int64_t>());
         EXPECT_EQ(tl.peakLiveIndex, expected->at("peak_live_index").get<size_t>());
         EXPECT_EQ(tl.peakReserved, expected->at("peak_reserved").get<int64_t>());
+        EXPECT_EQ(tl.peakReservedAt, expected->at("peak_reserved_at").get<int64_t>());
     });
     if (!any) GTEST_SKIP() << "real snapshots not found in " << MEMLENS_SNAPSHOTS_DIR;
 }

@@ -311,15 +311,20 @@ def before_first(data, device):
 def peaks(data, device):
     """The greatest live and reserved bytes over the trace, the state before the first entry
     included, and the first entry after which the live peak holds (0 where no entry rises above
-    the state before the first)."""
+    the state before the first); peak_reserved_at: the first entry at the reserved peak with the
+    most live bytes of those (-1 where no entry rises above the state before the first, reserved
+    bytes first, then live)."""
     live, reserved = before_first(data, device)
     peak_live, peak_index, peak_reserved = live, 0, reserved
+    top, top_at = (reserved, live), -1
     for (i, _a, _addr, _size, lv, rs) in timeline(data, device):
         if lv > peak_live:
             peak_live, peak_index = lv, i
         peak_reserved = max(peak_reserved, rs)
+        if (rs, lv) > top:
+            top, top_at = (rs, lv), i
     return {"live_before": live, "reserved_before": reserved, "peak_live": peak_live,
-            "peak_live_index": peak_index, "peak_reserved": peak_reserved}
+            "peak_live_index": peak_index, "peak_reserved": peak_reserved, "peak_reserved_at": top_at}
 
 
 def timeline_csv(data, device):

@@ -23,6 +23,9 @@ struct DeviceTimeline {
     int64_t peakLive = 0;
     int64_t peakReserved = 0;
     size_t peakLiveIndex = 0;
+    // The first entry at the peak of reserved bytes that has the most live bytes of those; -1: no
+    // entry is above the state before the first (reserved, then live bytes).
+    int64_t peakReservedAt = -1;
 
     // The reserved bytes of each private pool (CUDA graphs, MemPool: segment_pool_id other than
     // (0, 0)) right after each entry. Trace entries do not name a pool: a pool's memory is that of
