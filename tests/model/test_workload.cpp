@@ -56,6 +56,37 @@ TEST(Workload, EachAllocationKeepsItsStreamAndEntries) {
     EXPECT_EQ(positions, (std::vector<int32_t>{1, 2, 3, 4, 5}));
 }
 
+// The frees of blocks allocated before the trace meet those blocks by address, whatever their
+// order: the first free of each such block frees it; a second free of it, and a free of an
+// address no block had (outside every segment), are left out and counted.
+//   0 free_completed S+8192 2048   1 free_completed S+64 MiB 512 (no block)   2 alloc S+1 MiB 512
+//   3 free_completed S+1 MiB 512   4 free_completed S 512   5 free_completed S+8192 2048 (again)
+// The snapshot: S+4096 (1024) still allocated, the rest of the 20 MiB segment free.
+TEST(Workload, FreesOfBlocksBeforeTheTraceMeetThemByAddress) {
+    using namespace synth;
+    const Snapshot snap = read(snapshot(
+        {segment(0, S, {{S, 4096, 0, "inactive", nullptr}, {S + 4096, 1024, 1000, "active_allocated", nullptr},
+                        {S + 5120, 20 * MiB - 5120, 0, "inactive", nullptr}})},
+        {{on("free_completed", S + 8192, 2048, 0), on("free_completed", S + 64 * MiB, 512, 0),
+          on("alloc", S + MiB, 512, 0), on("free_completed", S + MiB, 512, 0), on("free_completed", S, 512, 0),
+          on("free_completed", S + 8192, 2048, 0)}}));
+    const Workload w = buildWorkload(snap, 0, SimulatorSettings::fromSnapshot(snap));
+    // the trace's allocation, then the blocks before the trace in address order: S, S+4096, S+8192
+    ASSERT_EQ(w.allocations.size(), 4u);
+    EXPECT_EQ(w.allocations[0].allocEntry, 2);
+    EXPECT_EQ(w.allocations[0].freeEntry, 3);
+    EXPECT_EQ(w.allocations[1].address, S);
+    EXPECT_EQ(w.allocations[1].freeEntry, 4);
+    EXPECT_EQ(w.allocations[2].address, S + 4096);
+    EXPECT_EQ(w.allocations[2].freeEntry, -1);
+    EXPECT_EQ(w.allocations[3].address, S + 8192);
+    EXPECT_EQ(w.allocations[3].freeEntry, 0);
+    EXPECT_EQ(w.unmatchedFrees, 2u);
+    std::vector<std::pair<int32_t, uint32_t>> ops;  // (entry, allocation) of each op
+    for (const WorkloadOp& op : w.ops) ops.emplace_back(op.position, op.id);
+    EXPECT_EQ(ops, (std::vector<std::pair<int32_t, uint32_t>>{{0, 3}, {2, 0}, {3, 0}, {4, 1}}));
+}
+
 // 65,536 streams fit the table; one more is refused with an error that says why.
 TEST(Workload, MoreStreamsThanTheTableHoldsAreRefused) {
     using namespace synth;
