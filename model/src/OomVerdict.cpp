@@ -97,12 +97,23 @@ OomVerdict judgeOom(const DeviceState& st, uint64_t asked, std::optional<uint64_
     return v;
 }
 
+namespace {
+bool isOomEntry(const TraceColumns& t, int64_t entry) {
+    return entry >= 0 && static_cast<size_t>(entry) < t.rows() && t.action[entry] == Action::Oom;
+}
+} // namespace
+
 std::optional<OomVerdict> oomVerdictAt(const DeviceData& device, const StateHistory& history, int64_t entry) {
+    if (!isOomEntry(device.trace, entry)) return std::nullopt;
+    return oomVerdictAt(device, history.stateAfter(entry - 1), entry);
+}
+
+std::optional<OomVerdict> oomVerdictAt(const DeviceData& device, const DeviceState& before, int64_t entry) {
     const TraceColumns& t = device.trace;
-    if (entry < 0 || static_cast<size_t>(entry) >= t.rows() || t.action[entry] != Action::Oom) return std::nullopt;
+    if (!isOomEntry(t, entry)) return std::nullopt;
     std::optional<uint64_t> deviceFree;
     if (t.flags[entry] & TraceColumns::HasDeviceFree) deviceFree = t.addr[entry];
-    OomVerdict v = judgeOom(history.stateAfter(entry - 1), t.size[entry], deviceFree, t.stream[entry]);
+    OomVerdict v = judgeOom(before, t.size[entry], deviceFree, t.stream[entry]);
     v.entry = entry;
     return v;
 }

@@ -334,38 +334,57 @@ void variableLengthRule(Context& c, std::vector<Finding>& out) {
     out.push_back(std::move(f));
 }
 
-void fragmentationRule(Context& c, const StateHistory& history, std::vector<Finding>& out, DoctorSummary& summary) {
+// verdicts: each oom entry's (oomVerdicts), in entry order
+void fragmentationRule(Context& c, const std::vector<OomVerdict>& verdicts, std::vector<Finding>& out,
+                       DoctorSummary& summary) {
     const TraceColumns& t = c.trace;
-    for (size_t i = 0; i < t.rows(); ++i) {
-        if (t.action[i] != Action::Oom) continue;
+    for (const OomVerdict& v : verdicts) {
+        const auto i = static_cast<size_t>(v.entry);
         summary.oom = true;
         c.checkCancel();
-        auto v = oomVerdictAt(c.device, history, static_cast<int64_t>(i));
-        if (!v) continue;
-        summary.endPeak = v->liveBytes + v->asked;
-        if (v->kind != OomKind::Fragmentation && v->kind != OomKind::OtherStream) continue;
+        summary.endPeak = v.liveBytes + v.asked;
+        if (v.kind != OomKind::Fragmentation && v.kind != OomKind::OtherStream) continue;
         Finding f;
         f.rule = rule::kFragmentation;
         f.device = deviceName(c.device.device);
         f.deviceIndex = c.device.device;
         f.severity = Severity::Error;
-        f.bytes = v->asked;
+        f.bytes = v.asked;
         f.count = 1;
         f.oomEntry = static_cast<int64_t>(i);
         f.stacks.push_back(t.stack[i]);
         f.frames = framesOf(c.snapshot, t.stack[i]);
         if (const int64_t k = iterationOf(c.split.iterations, static_cast<int64_t>(i)); k >= 0)
             f.iterations.push_back(c.split.iterations[static_cast<size_t>(k)].number);
-        f.title = "Out of memory with " + formatBytes(v->cacheFree) + " free in the cache: no free block of " +
-                  formatBytes(v->asked) + " (largest " + formatBytes(v->largestFree) + ")";
-        f.evidence = v->sentence + ".";
-        f.expandableAlready = v->expandable || expandableSegmentsOn(c);
+        f.title = "Out of memory with " + formatBytes(v.cacheFree) + " free in the cache: no free block of " +
+                  formatBytes(v.asked) + " (largest " + formatBytes(v.largestFree) + ")";
+        f.evidence = v.sentence + ".";
+        f.expandableAlready = v.expandable || expandableSegmentsOn(c);
         f.fix = f.expandableAlready
-                    ? "Expandable segments are already on (" + std::string(v->expandable ? "the segments are expandable" : "allocator settings") +
-                          "), so a setting will not cure it: " + v->advice
-                    : "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (free pages are remapped instead of split); " + v->advice;
+                    ? "Expandable segments are already on (" + std::string(v.expandable ? "the segments are expandable" : "allocator settings") +
+                          "), so a setting will not cure it: " + v.advice
+                    : "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` (free pages are remapped instead of split); " + v.advice;
         out.push_back(std::move(f));
     }
+}
+
+// The verdict at each oom entry of the trace, in entry order: from the caller's history, or else
+// from one rewind of the trace that stops right before each (no history: its checkpoints cost
+// more than the rewind, and a trace without an oom needs no rewind at all)
+std::vector<OomVerdict> oomVerdicts(const Snapshot& snapshot, const DeviceData& d, const StateHistory* history) {
+    const TraceColumns& t = d.trace;
+    std::vector<int64_t> before;  // the entry before each oom
+    for (size_t i = 0; i < t.rows(); ++i)
+        if (t.action[i] == Action::Oom) before.push_back(static_cast<int64_t>(i) - 1);
+    std::vector<OomVerdict> out(before.size());
+    if (history) {
+        for (size_t k = 0; k < before.size(); ++k) out[k] = *oomVerdictAt(d, *history, before[k] + 1);
+    } else if (!before.empty()) {
+        // each state judged as it comes and dropped (a trace of many ooms keeps no state for each)
+        takeDeviceStatesAfter(snapshot, d.device, before, BlockAllocs::Named,
+                              [&](size_t k, DeviceState st) { out[k] = *oomVerdictAt(d, st, before[k] + 1); });
+    }
+    return out;
 }
 
 void summarise(Context& c, const DeviceState& final, double leakPerIteration, DoctorSummary& s) {
@@ -445,13 +464,15 @@ DoctorReport diagnoseSnapshot(const Snapshot& snapshot, const DoctorOptions& opt
     c.split = options.iterations ? iterationsFromTimes(snapshot, device, *options.iterations) : splitIterations(snapshot, device);
     c.checkCancel();
     c.roles = stackRoles(snapshot);
-    std::optional<StateHistory> own;
-    const StateHistory& history =
-        options.history && options.history->device() == device ? *options.history : own.emplace(snapshot, device);
+    // the caller's history and final state, else none built: the final state is the snapshot's
+    // own (a pass over the trace names its blocks' allocs), the states before the ooms come from
+    // one rewind (oomVerdicts)
+    const StateHistory* history = options.history && options.history->device() == device ? options.history : nullptr;
     std::optional<DeviceState> ownFinal;
     const DeviceState& final = options.finalState && options.finalState->device == device
                                    ? *options.finalState
-                                   : ownFinal.emplace(history.stateAfter(history.entries() - 1));
+                                   : ownFinal.emplace(history ? history->stateAfter(history->entries() - 1)
+                                                              : finalDeviceState(snapshot, device));
     measureIterations(c, final.requestedBytes);
     c.checkCancel();
 
@@ -471,7 +492,7 @@ DoctorReport diagnoseSnapshot(const Snapshot& snapshot, const DoctorOptions& opt
     gradsKeptRule(c, findings, growing);
     variableLengthRule(c, findings);
     c.checkCancel();
-    fragmentationRule(c, history, findings, report.summary);
+    fragmentationRule(c, oomVerdicts(snapshot, *dd, history), findings, report.summary);
     double leakPerIteration = 0;
     for (const Finding& f : findings)
         if (f.perIterationBytes && (f.rule == rule::kGraphKept || f.rule == rule::kKeptOnDevice || f.rule == rule::kGrowth))

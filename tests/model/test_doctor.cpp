@@ -343,6 +343,42 @@ TEST(Doctor, RealSnapshotsAreDiagnosedTheSameTwice) {
     }
 }
 
+// The doctor with the caller's state history (the window's) and without one (the command line:
+// the snapshot's own final state, one rewind to the states before the ooms, none where there is
+// no oom) says the same: every finding's rule, title, bytes, evidence and fix, and the summary.
+TEST(Doctor, AHistoryGivenOrNotGivesTheSameReport) {
+    std::vector<std::filesystem::path> files = realSnapshots();
+    files.push_back(std::filesystem::path(MEMLENS_SOURCE_DIR) / "resources" / "example.pickle");  // ooms
+    size_t ooms = 0;
+    for (const auto& file : files) {
+        SCOPED_TRACE(file.string());
+        const Snapshot s = readSnapshotFile(file.string());
+        const int device = doctorDevice(s);
+        if (device < 0) continue;
+        const StateHistory history(s, device);
+        DoctorOptions given;
+        given.history = &history;
+        const DoctorReport a = diagnoseSnapshot(s, given), b = diagnoseSnapshot(s);
+        ASSERT_EQ(a.findings.size(), b.findings.size());
+        for (size_t i = 0; i < a.findings.size(); ++i) {
+            EXPECT_EQ(a.findings[i].rule, b.findings[i].rule);
+            EXPECT_EQ(a.findings[i].title, b.findings[i].title);
+            EXPECT_EQ(a.findings[i].bytes, b.findings[i].bytes);
+            EXPECT_EQ(a.findings[i].evidence, b.findings[i].evidence);
+            EXPECT_EQ(a.findings[i].fix, b.findings[i].fix);
+            EXPECT_EQ(a.findings[i].oomEntry, b.findings[i].oomEntry);
+        }
+        EXPECT_EQ(a.summary.oom, b.summary.oom);
+        EXPECT_EQ(a.summary.endPeak, b.summary.endPeak);
+        EXPECT_EQ(a.summary.reservedBytes, b.summary.reservedBytes);
+        EXPECT_EQ(a.summary.liveBytes, b.summary.liveBytes);
+        EXPECT_EQ(a.summary.nvidiaSmi, b.summary.nvidiaSmi);
+        EXPECT_EQ(a.summary.batchSize, b.summary.batchSize);
+        ooms += a.summary.oom;
+    }
+    EXPECT_GT(ooms, 0u) << "no snapshot with an oom was diagnosed";
+}
+
 TEST(Doctor, ATightLoopOfOneAllocationIsNoIteration) {
     // one iteration: the parameters made one after another (one stack, three times) and the
     // gradients (another, three times) repeat, but nothing else allocates between them

@@ -46,5 +46,7 @@ OomVerdict judgeOom(const DeviceState& before, uint64_t asked, std::optional<uin
 
 // The verdict at trace entry `entry` of the history's device; nullopt unless it is an `oom` entry.
 std::optional<OomVerdict> oomVerdictAt(const DeviceData& device, const StateHistory& history, int64_t entry);
+// The same, given the device's state right before that entry (stateAfter(entry - 1)).
+std::optional<OomVerdict> oomVerdictAt(const DeviceData& device, const DeviceState& before, int64_t entry);
 
 } // namespace memlens::model
