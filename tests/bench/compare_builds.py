@@ -24,7 +24,7 @@ import time
 PR_SET_THP_DISABLE = 41
 
 
-def run_once(cli, command, path, cores, no_thp):
+def run_once(cli, command, path, cores, no_thp, expect_exit=0):
     def child_setup():
         if cores:
             os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
@@ -46,8 +46,8 @@ def run_once(cli, command, path, cores, no_thp):
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"{cli} {shlex.join(command)} {path}: exit {code}")
+    if code != expect_exit:
+        sys.exit(f"{cli} {shlex.join(command)} {path}: exit {code} (expected {expect_exit})")
     return wall, ru.ru_maxrss, ru.ru_minflt, ru.ru_nivcsw, ru.ru_utime, ru.ru_stime
 
 
@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--cores", type=int, default=0)
     ap.add_argument("--no-thp", action="store_true")
     ap.add_argument("--command", default="stats", help="the command and its options, FILE last (default: stats)")
+    ap.add_argument("--expect-exit", type=int, default=0,
+                    help="the exit status every run must end with (default 0; `check` ends with 3 where it finds an error)")
     a = ap.parse_args()
     command = shlex.split(a.command)
     size = os.path.getsize(a.file)
@@ -75,7 +77,7 @@ def main():
             variants.append((label, path, cores, no_thp, []))
     for _ in range(a.rounds):
         for label, path, cores, no_thp, runs in variants:
-            runs.append(run_once(path, command, a.file, cores, no_thp))
+            runs.append(run_once(path, command, a.file, cores, no_thp, a.expect_exit))
     print(f"{a.command} {a.file}: {size / 1e6:.1f} MB, {a.rounds} rounds, {os.cpu_count()} CPUs")
     for label, _, _, _, runs in variants:
         walls = sorted(r[0] for r in runs)
