@@ -653,8 +653,8 @@ void takeDeviceStatesAfter(const Snapshot& snapshot, int device, const std::vect
         std::vector<size_t> places;
         for (size_t k = 0; k < entries.size(); ++k)
             if (clamped(entries[k]) == at) places.push_back(k);
-        for (size_t p = 0; p < places.size(); ++p)
-            take(places[p], p + 1 < places.size() ? st : std::move(st));
+        for (size_t p = 0; p + 1 < places.size(); ++p) take(places[p], st);
+        if (!places.empty()) take(places.back(), std::move(st));
     };
     // the interval is not used: a capturing history keeps no checkpoint
     const StateHistory h(snapshot, device, static_cast<size_t>(n) + 1, stops, &hand, allocs);
