@@ -458,10 +458,8 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
         for (int64_t i = 0; i < n; ++i) {
             switch (t.action[i]) {
             case Action::Alloc: open[t.addr[i]] = i; break;
-            case Action::FreeRequested:
             case Action::FreeCompleted:
             case Action::Free: {
-                if (t.action[i] == Action::FreeRequested) break;
                 if (const int64_t* at = open.find(t.addr[i])) {
                     d_->pairedAlloc[static_cast<size_t>(i)] = static_cast<uint32_t>(*at);
                     open.erase(t.addr[i]);
@@ -478,9 +476,8 @@ StateHistory::StateHistory(const Snapshot& snapshot, int device, size_t interval
     // a second thread while this one rewinds without the pairs: the blocks they would name are
     // resolved in each state captured once they are there (Impl::resolve), only those alive
     // there. A history that saves checkpoints pairs first: every checkpoint names its blocks'
-    // allocs.
-    // A rewind whose blocks name no alloc (BlockAllocs::Unnamed, captured states only) makes
-    // no pairs at all: its blocks keep what they would be resolved by, and the final state
+    // allocs. A capturing rewind whose blocks name no alloc (BlockAllocs::Unnamed) makes no
+    // pairs at all: its blocks keep what they would be resolved by, and the final state
     // (finalBlockAlloc) names none.
     const bool named = !captured || allocs == BlockAllocs::Named;
     std::future<void> pairs;
