@@ -1,5 +1,4 @@
 #include "memlens/model/AllocatorSimulator.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,12 +22,12 @@ AllocatorSimulator::~AllocatorSimulator() = default;
 
 void AllocatorSimulator::reserveIds(size_t count) {
     if (byId_.size() >= count) return;
-    if (byId_.capacity() < count) reserveHugePages(byId_, count);
+    if (byId_.capacity() < count) byId_.reserve(count);
     byId_.resize(count, -1);
 }
 
 void AllocatorSimulator::reserveEvents(size_t n) {
-    reserveHugePages(events_, n);
+    events_.reserve(n);
 }
 
 int32_t AllocatorSimulator::newBlock() {

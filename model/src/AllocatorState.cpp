@@ -1,7 +1,6 @@
 #include "memlens/model/AllocatorState.h"
 
 #include "memlens/model/AddressMap.h"
-#include "memlens/model/HugePages.h"
 #include "memlens/model/StateCheckpoint.h"
 
 #include <algorithm>
@@ -87,7 +86,7 @@ public:
             m_rank[w] = before;
             before += static_cast<uint32_t>(std::popcount(m_bits[w]));
         }
-        reserveHugePages(m_alloc, frees);
+        m_alloc.reserve(frees);
         m_alloc.assign(frees, kNoAlloc);
     }
     // i must be a free entry

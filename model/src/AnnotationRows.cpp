@@ -1,6 +1,5 @@
 #include "AnnotationRows.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 
@@ -9,9 +8,8 @@ namespace memlens::model {
 AnnotationRows::AnnotationRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes)
     : doc_(doc), k_(keys) {
     // Address space for one annotation per 512 bytes of file (the agent's recordings have one
-    // per 1,500; 2 MiB pages where it is large): their pages were a third of the page faults
-    // of the parsing thread on such a file, 4 KiB at a time, and growing copied them.
-    reserveHugePages(rows_, static_cast<size_t>(std::min<uint64_t>(fileBytes / 512, uint64_t(1) << 26)));
+    // per 1,500): growing copied them.
+    rows_.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 512, uint64_t(1) << 26)));
 }
 
 std::optional<uint32_t> AnnotationRows::fromItems(const Value* items, size_t n) {

@@ -1,6 +1,5 @@
 #include "BlockRows.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <cstdlib>
 #include <new>
@@ -42,10 +41,8 @@ std::optional<uint32_t> BlockRows::fromItems(const Value* items, size_t n) {
     if (count_ == UINT32_MAX) return std::nullopt;
     if ((count_ & (kChunk - 1)) == 0) {
         constexpr size_t kBytes = size_t(kChunk) * sizeof(Block);
-        static_assert(kBytes % (size_t(2) << 20) == 0, "a chunk is a whole number of 2 MiB pages");
-        auto* chunk = static_cast<Block*>(std::aligned_alloc(size_t(2) << 20, kBytes));
+        auto* chunk = static_cast<Block*>(std::malloc(kBytes));
         if (!chunk) throw std::bad_alloc();
-        if (count_ != 0) adviseHugePages(chunk, kBytes);
         chunks_.emplace_back(chunk);
     }
     chunks_.back()[count_ & (kChunk - 1)] = b;

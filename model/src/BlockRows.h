@@ -30,10 +30,7 @@ public:
     const Block& operator[](uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
 
 private:
-    // Chunks of 65,536 blocks (2 MiB, aligned): growing never copies the blocks read so far, and
-    // each chunk after the first is backed by one 2 MiB page where the system gives them (a
-    // 600 MB snapshot has 200,000 blocks: their 4 KiB pages were a quarter of the parsing
-    // thread's remaining page faults). The first is left to 4 KiB pages, for small files.
+    // Chunks of 65,536 blocks (2 MiB): growing never copies the blocks read so far.
     static constexpr uint32_t kChunkBits = 16, kChunk = uint32_t(1) << kChunkBits;
     struct Free {
         void operator()(Block* p) const;

@@ -1,6 +1,5 @@
 #include "memlens/model/MemoSlots.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <bit>
@@ -20,8 +19,8 @@ MemoSlots::MemoSlots() : recent_(kRecent, 0) {}
 
 void MemoSlots::reserve(size_t slots) {
     // codes of a byte each (the common case); a file that needs more grows the vectors
-    reserveHugePages(words_, slots / kBlock * kWords[Codes8] + kWords[Raw]);
-    reserveHugePages(heads_, slots / kBlock + 1);
+    words_.reserve(slots / kBlock * kWords[Codes8] + kWords[Raw]);
+    heads_.reserve(slots / kBlock + 1);
 }
 
 uint32_t MemoSlots::store(const uint32_t* slots) {

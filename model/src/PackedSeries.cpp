@@ -1,6 +1,5 @@
 #include "memlens/model/PackedSeries.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <limits>
@@ -95,7 +94,7 @@ PackedSeries::BackwardWriter::BackwardWriter(size_t n) : m_next(n) {
     m_out.m_blocks.assign(blocksFor(n), 0);
     // address space for 4 bytes a value (the live bytes' usual width); only what is written is
     // backed by memory. More (blocks of 8-byte differences) grows it.
-    reserveHugePages(m_out.m_bytes, blocksFor(n) * kBlock * 4);
+    m_out.m_bytes.reserve(blocksFor(n) * kBlock * 4);
 }
 
 void PackedSeries::BackwardWriter::flush() {

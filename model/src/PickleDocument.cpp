@@ -2,7 +2,6 @@
 
 #include "Prefaulter.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <bit>
@@ -96,9 +95,9 @@ void PickleDocument::release(uint32_t id) {
 }
 
 void PickleDocument::reserve(size_t nodes, size_t items) {
-    reserveHugePages(nodes_, nodes);
-    reserveHugePages(pool_, items);
-    reserveHugePages(chunks_, nodes);
+    nodes_.reserve(nodes);
+    pool_.reserve(items);
+    chunks_.reserve(nodes);
     if (!prefaulter_ && pool_.capacity() * sizeof(Value) >= (size_t(32) << 20)) {
         prefaulter_ = std::make_unique<Prefaulter>();
         poolPrefaulted_ = 0;

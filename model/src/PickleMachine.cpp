@@ -2,7 +2,6 @@
 
 #include "DictTemplates.h"
 
-#include "memlens/model/HugePages.h"
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
@@ -96,7 +95,7 @@ PickleMachine::PickleMachine(ByteReader& in, PickleDocument& doc, PickleHooks* h
     // bytes a slot (MemoSlots).
     memo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 8 + 1024, uint64_t(1) << 28)));
     // one per container node: as many as the document reserves (SnapshotHooks)
-    reserveHugePages(nodeMemo_, static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
+    nodeMemo_.reserve(static_cast<size_t>(std::min<uint64_t>(in.sizeHint() / 24 + 64, uint64_t(1) << 28)));
     stack_.reserve(4096);
     if (hooks_ && limits_.wholeDicts && limits_.dictTemplates) {
         templates_ = std::make_unique<DictTemplates>();

@@ -1,6 +1,5 @@
 #include "memlens/model/Replay.h"
 
-#include "memlens/model/HugePages.h"
 #include "memlens/model/RecordingComparison.h"
 
 #include <algorithm>
@@ -50,8 +49,8 @@ ReplayResult replay(const Workload& w, const SimulatorSettings& settings, const 
         r.reservedAfter.reserve(only->size());
         r.requestedAfter.reserve(only->size());
     } else if (options.series) {
-        reserveHugePages(r.reservedAfter, w.ops.size());
-        reserveHugePages(r.requestedAfter, w.ops.size());
+        r.reservedAfter.reserve(w.ops.size());
+        r.requestedAfter.reserve(w.ops.size());
     }
     int64_t next = 0;  // the first entry the next op accounts for (ops of one entry: its position)
     for (size_t i = 0; i < w.ops.size(); ++i) {

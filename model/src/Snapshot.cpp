@@ -1,6 +1,5 @@
 #include "memlens/model/Snapshot.h"
 
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <climits>
@@ -33,9 +32,9 @@ const char* blockStateName(BlockState s) {
 }
 
 void TraceColumns::reserve(size_t n) {
-    reserveHugePages(action, n);
+    action.reserve(n);
     actionName.reserve(n);
-    reserveHugePages(flags, n);
+    flags.reserve(n);
     addr.reserve(n);
     size.reserve(n);
     stream.reserve(n);

@@ -1,6 +1,5 @@
 #include "SnapshotTree.h"
 
-#include "memlens/model/HugePages.h"
 #include "memlens/model/ParseError.h"
 
 #include <algorithm>
@@ -247,7 +246,7 @@ void SnapshotTree::readAnnotations(const Value& av) {
         snap_.warnings.push_back("external_annotations is not a list; ignored");
         return;
     }
-    reserveHugePages(snap_.annotations, snap_.annotations.size() + doc_.node(av.ref).count);
+    snap_.annotations.reserve(snap_.annotations.size() + doc_.node(av.ref).count);
     size_t i = 0;
     doc_.forEach(av.ref, [&](const Value& v) {
         ++i;
@@ -363,7 +362,7 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
     }
     if (options.progress) options.progress("building", 0.5);
     auto segItems = fields_.listItems(segments, root.tag == Tag::List ? "top level" : "segments", "segment dicts");
-    reserveHugePages(segTmp_, segItems.size());
+    segTmp_.reserve(segItems.size());
     const TreePath segmentsPath(root.tag == Tag::List ? "" : "segments");
     std::vector<Block> blocks;  // every segment's, in file order
     {
@@ -372,7 +371,7 @@ void SnapshotTree::finish(Value root, int protocol, uint64_t fileBytes, const Lo
             if (sv.tag == Tag::Dict)
                 if (const Value* bl = fields_.field(sv.ref, k_.blocks); bl && (bl->tag == Tag::List || bl->tag == Tag::Tuple))
                     count += doc_.node(bl->ref).count;
-        reserveHugePages(blocks, count);
+        blocks.reserve(count);
     }
     for (size_t i = 0; i < segItems.size(); ++i) {
         if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled();

@@ -2,7 +2,6 @@
 
 #include "memlens/model/AddressMap.h"
 #include "memlens/model/AllocatorState.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <future>
@@ -89,9 +88,8 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, StreamTable& 
     DeviceRefusal pending = DeviceRefusal::None;  // for the next malloc
     uint32_t pendingReleases = 0;
     // at most one op per entry (mallocs, frees, flushes) and one allocation per alloc: reserved at
-    // once, so that growing them never copies hundreds of MB (pages never written are never used),
-    // in 2 MiB pages: faulting them in 4 KiB at a time was about a third of building the workload
-    // (real x170, tests/bench/README.md). The allocations of the state before the trace come after
+    // once, so that growing them never copies hundreds of MB (pages never written are never used).
+    // The allocations of the state before the trace come after
     // the trace's: at most one per free of the trace and one per block of the snapshot.
     {
         size_t allocs = 0, frees = 0, ops = 0;
@@ -102,8 +100,8 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, StreamTable& 
             frees += free;
             ops += a == Action::Alloc || a == Action::Oom || free || isRelease(t, i);
         }
-        reserveHugePages(w.ops, ops + 1);
-        reserveHugePages(w.allocations, allocs + frees + dd.blocks.size());
+        w.ops.reserve(ops + 1);
+        w.allocations.reserve(allocs + frees + dd.blocks.size());
     }
     // the last stream seen and its index: the stream table is not probed for every alloc
     uint64_t lastStream = 0;

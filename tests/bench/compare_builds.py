@@ -12,6 +12,10 @@ median minor page faults and involuntary context switches (from wait4).
       --cli old=/tmp/cli-old [--cores 2] [--no-thp] [--command "replay --device 0 --json"]
 
 With --cores and --no-thp each build also runs in those forms (all CPUs and THP on always run).
+With --pause S, each run starts S seconds after the last one ended: long enough for a VM that
+reports free pages to its host (virtio-balloon free page reporting) to have given the memory the
+last run freed back, so that each run touches memory the host must back again, as a user's single
+run does. Back-to-back runs (no pause) reuse memory the last run left backed.
 """
 import argparse
 import ctypes
@@ -58,6 +62,7 @@ def main():
     ap.add_argument("--cli", action="append", required=True, help="NAME=PATH")
     ap.add_argument("--cores", type=int, default=0)
     ap.add_argument("--no-thp", action="store_true")
+    ap.add_argument("--pause", type=float, default=0.0, help="seconds to wait before each run (default 0)")
     ap.add_argument("--command", default="stats", help="the command and its options, FILE last (default: stats)")
     ap.add_argument("--expect-exit", type=int, default=0,
                     help="the exit status every run must end with (default 0; `check` ends with 3 where it finds an error)")
@@ -77,8 +82,11 @@ def main():
             variants.append((label, path, cores, no_thp, []))
     for _ in range(a.rounds):
         for label, path, cores, no_thp, runs in variants:
+            if a.pause:
+                time.sleep(a.pause)
             runs.append(run_once(path, command, a.file, cores, no_thp, a.expect_exit))
-    print(f"{a.command} {a.file}: {size / 1e6:.1f} MB, {a.rounds} rounds, {os.cpu_count()} CPUs")
+    print(f"{a.command} {a.file}: {size / 1e6:.1f} MB, {a.rounds} rounds, {os.cpu_count()} CPUs"
+          + (f", {a.pause:g} s pause before each run" if a.pause else ""))
     for label, _, _, _, runs in variants:
         walls = sorted(r[0] for r in runs)
         peak = max(r[1] for r in runs)  # KiB

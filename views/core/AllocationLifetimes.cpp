@@ -1,7 +1,6 @@
 #include "core/AllocationLifetimes.h"
 
 #include "memlens/model/AddressMap.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -54,7 +53,7 @@ void AllocationLifetimes::pair(const model::TraceColumns& trace, size_t reserveB
     const int32_t n = trace.rowsAsInt32("the allocation lifetimes");
     const auto allocs = static_cast<size_t>(std::count(trace.action.begin(), trace.action.end(), Action::Alloc));
     auto& all = m_all;
-    model::reserveHugePages(all, allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
+    all.reserve(allocs + reserveBefore);  // exactly what stays, unless many frees have no alloc
     // address -> index into all, or kBefore | index into before
     model::AddressMap<size_t> open;
     for (int32_t i = 0; i < n; ++i) {
@@ -136,7 +135,7 @@ uint64_t AllocationLifetimes::address(size_t i, const model::TraceColumns& trace
 std::vector<uint32_t> AllocationLifetimes::largest(size_t n) const {
     n = std::min(n, m_all.size());
     std::vector<uint32_t> idx;
-    model::reserveHugePages(idx, m_all.size());
+    idx.reserve(m_all.size());
     idx.resize(m_all.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
     // larger first; of equal sizes the earlier

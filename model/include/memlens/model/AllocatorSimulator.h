@@ -129,7 +129,7 @@ public:
     uint64_t eventCount() const { return eventCount_; }  // events made, kept or not
     const std::vector<SimEvent>& events() const { return events_; }
     std::vector<SimEvent> takeEvents() { return std::move(events_); }
-    void reserveEvents(size_t n);  // in 2 MiB pages (HugePages.h): millions of events, written once
+    void reserveEvents(size_t n);  // millions of events, written once
     const std::vector<SimOom>& ooms() const { return ooms_; }
 
     // Every block, for tests and reports: segments (each cudaMalloc'ed segment or mapped run) in

@@ -7,7 +7,6 @@
 // itself, once per width, when an id does not fit; reads branch on the width, which never
 // changes while a trace is read.
 #include "memlens/model/ColumnValues.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -51,8 +50,8 @@ public:
         }
         pushWide(v);
     }
-    // Reserves n rows at the present width (advised for huge pages: reserved up front, written once).
-    void reserve(size_t n) { reserveHugePages(m_bytes, n << m_shift); }
+    // Reserves n rows at the present width (reserved up front, written once).
+    void reserve(size_t n) { m_bytes.reserve(n << m_shift); }
     // The rows' bytes: for prefaulting them (a widening replaces them).
     const std::vector<uint8_t>& bytes() const { return m_bytes; }
     // Bytes a row.
@@ -70,7 +69,7 @@ private:
         const unsigned shift = v <= 0xFFFF ? 1 : 2;
         const size_t rows = size(), reserved = m_bytes.capacity() >> m_shift;
         std::vector<uint8_t> wider;
-        reserveHugePages(wider, std::max(reserved, rows) << shift);
+        wider.reserve(std::max(reserved, rows) << shift);
         wider.resize(rows << shift);
         for (size_t i = 0; i < rows; ++i) store(wider.data() + (i << shift), (*this)[i], shift);
         m_bytes = std::move(wider);

@@ -17,7 +17,6 @@
 // unless only that row fits when another does not: then the base moves to the newer row and the
 // first goes aside, so one odd first row does not push the rest of its block aside.
 #include "memlens/model/ColumnValues.h"
-#include "memlens/model/HugePages.h"
 
 #include <algorithm>
 #include <array>
@@ -107,10 +106,10 @@ public:
             pack();
     }
 
-    // Reserves n rows (the bytes advised for huge pages, at 4 bytes a row: address space, of which
-    // the packed blocks touch only what they take).
+    // Reserves n rows (at 4 bytes a row: address space, of which the packed blocks touch only
+    // what they take).
     void reserve(size_t n) {
-        reserveHugePages(m_bytes, n * 4 + kPadding);
+        m_bytes.reserve(n * 4 + kPadding);
         m_blocks.reserve(n / kBlock + 1);
     }
     // The rows' packed bytes: for prefaulting them.
