@@ -83,7 +83,7 @@ public:
     template <class T>
     [[gnu::always_inline]] void prefaultAhead(const std::vector<T>& v, size_t& mark, size_t ahead) const {
         // at least 256 KiB ahead: for a column of a byte a row, `ahead` rows are a few KiB, and
-        // the parsing thread reached each new 2 MiB page before the prefaulting thread did
+        // the parsing thread reached each new page before the prefaulting thread did
         ahead = std::max(ahead, kPrefaultMinBytes / sizeof(T));
         if (v.size() + ahead > mark) [[unlikely]]
             mark = prefaultRange(v.data(), sizeof(T), mark, std::max(mark, v.size()) + ahead, v.capacity());
