@@ -8,7 +8,7 @@ namespace memlens::model {
 AnnotationRows::AnnotationRows(const PickleDocument& doc, const SnapshotKeys& keys, uint64_t fileBytes)
     : doc_(doc), k_(keys) {
     // Address space for one annotation per 512 bytes of file (the agent's recordings have one
-    // per 1,500): growing copied them.
+    // per 1,500), so that growing never copies them.
     rows_.reserve(static_cast<size_t>(std::min<uint64_t>(fileBytes / 512, uint64_t(1) << 26)));
 }
 

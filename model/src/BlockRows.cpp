@@ -1,6 +1,5 @@
 #include "BlockRows.h"
 
-
 #include <cstdlib>
 #include <new>
 

@@ -30,7 +30,8 @@ public:
     const Block& operator[](uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
 
 private:
-    // Chunks of 65,536 blocks (2 MiB): growing never copies the blocks read so far.
+    // Chunks of 65,536 blocks (2 MiB): growing never copies the blocks read so far. Allocated
+    // uninitialised (malloc, not new Block[]): a chunk's pages are touched only as blocks fill it.
     static constexpr uint32_t kChunkBits = 16, kChunk = uint32_t(1) << kChunkBits;
     struct Free {
         void operator()(Block* p) const;

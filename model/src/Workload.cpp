@@ -89,8 +89,8 @@ std::vector<OpenFree> readTrace(Workload& w, const DeviceData& dd, StreamTable& 
     uint32_t pendingReleases = 0;
     // at most one op per entry (mallocs, frees, flushes) and one allocation per alloc: reserved at
     // once, so that growing them never copies hundreds of MB (pages never written are never used).
-    // The allocations of the state before the trace come after
-    // the trace's: at most one per free of the trace and one per block of the snapshot.
+    // The allocations of the state before the trace come after the trace's: at most one per free
+    // of the trace and one per block of the snapshot.
     {
         size_t allocs = 0, frees = 0, ops = 0;
         for (int64_t i = 0; i < n; ++i) {

@@ -12,19 +12,24 @@ memory of the last one. Prints each touch's time and rate and, where the module 
 order of the blocks the VM reports.
 """
 import argparse
+import ctypes
 import mmap
 import os
 import time
 
 PAGE = 4096
+HUGE = 2 << 20
 
 
 def touch(mb, huge):
     n = mb << 20
-    m = mmap.mmap(-1, n + (2 << 20), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m = mmap.mmap(-1, n + HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     m.madvise(mmap.MADV_HUGEPAGE if huge else mmap.MADV_NOHUGEPAGE)
+    # the MB written start at the mapping's first 2 MiB boundary, so that all of them can be huge pages
+    address = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    start = -address % HUGE
     t = time.perf_counter()
-    for off in range(0, n, PAGE):
+    for off in range(start, start + n, PAGE):
         m[off] = 1
     t = time.perf_counter() - t
     m.close()
